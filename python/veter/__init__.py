@@ -1,0 +1,22 @@
+"""veter: a fast Python web framework and server for microservices."""
+
+from veter._core import Request, Response
+from veter.app import App
+from veter.concurrency import run_in_thread
+from veter.datastructures import Headers, QueryParams, State
+from veter.exceptions import HTTPException
+from veter.responses import json, redirect, text
+
+__all__ = [
+    "App",
+    "HTTPException",
+    "Headers",
+    "QueryParams",
+    "Request",
+    "Response",
+    "State",
+    "json",
+    "redirect",
+    "run_in_thread",
+    "text",
+]

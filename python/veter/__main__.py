@@ -1,0 +1,3 @@
+from veter.cli import main
+
+main()

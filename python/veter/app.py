@@ -1,0 +1,214 @@
+"""The application object: routes, middleware, lifespan hooks, error handling."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from veter import _core
+from veter.config import ServerConfig
+from veter.datastructures import State
+from veter.exceptions import HTTPException
+from veter.responses import Response
+from veter.routing import Handler, Middleware, Route, compose, is_async_callable, normalise_methods
+
+__all__ = ["App"]
+
+log = logging.getLogger("veter.error")
+
+H = TypeVar("H", bound=Handler)
+Hook = Callable[[], Any]
+ExceptionHandler = Callable[[Any, Any], Response]
+E = TypeVar("E", bound=ExceptionHandler)
+
+
+class App:
+    """A veter application.
+
+    Declare routes with the decorators, then serve it with ``veter run module:app``
+    or ``app.run()``, or test it with ``veter.testing.TestClient(app)``. Routes and
+    middleware are fixed once the app starts serving.
+    """
+
+    def __init__(self, **settings: Any) -> None:
+        #: Shared objects for handlers (pools, clients): ``request.app.state.x``.
+        self.state = State()
+        #: Default server settings for ``app.run`` and ``veter run`` (flags override).
+        self.config = ServerConfig().with_(**settings)
+        self._routes: list[Route] = []
+        self._middleware: list[Middleware] = []
+        self._startup: list[Hook] = []
+        self._shutdown: list[Hook] = []
+        self._exception_handlers: dict[type[BaseException], ExceptionHandler] = {}
+        self._frozen = False
+
+    # -- routes ---------------------------------------------------------------
+
+    def add_route(
+        self,
+        path: str,
+        handler: Handler,
+        methods: Sequence[str] | str = ("GET",),
+        *,
+        blocking: bool = False,
+        name: str | None = None,
+    ) -> None:
+        """Register ``handler`` for ``methods`` on ``path``.
+
+        ``path`` may hold ``{name}``, ``{name:int}`` and ``{name:path}`` parameters,
+        passed to the handler as keyword arguments. ``blocking=True`` runs a plain
+        ``def`` handler in the bounded thread pool instead of on the event loop.
+        """
+        self._check_open("add a route")
+        if not callable(handler):
+            raise TypeError(f"handler for {path!r} is not callable: {handler!r}")
+        if not path.startswith("/"):
+            raise ValueError(f"route path must start with '/': {path!r}")
+        if blocking and is_async_callable(handler):
+            raise TypeError(f"{path}: blocking=True is for plain def handlers, not async def")
+        self._routes.append(Route(path, normalise_methods(methods), handler, blocking, name))
+
+    def route(
+        self,
+        path: str,
+        methods: Sequence[str] | str = ("GET",),
+        *,
+        blocking: bool = False,
+        name: str | None = None,
+    ) -> Callable[[H], H]:
+        def register(handler: H) -> H:
+            self.add_route(path, handler, methods, blocking=blocking, name=name)
+            return handler
+
+        return register
+
+    def get(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
+        return self.route(path, ("GET",), blocking=blocking, name=name)
+
+    def post(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
+        return self.route(path, ("POST",), blocking=blocking, name=name)
+
+    def put(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
+        return self.route(path, ("PUT",), blocking=blocking, name=name)
+
+    def patch(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
+        return self.route(path, ("PATCH",), blocking=blocking, name=name)
+
+    def delete(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
+        return self.route(path, ("DELETE",), blocking=blocking, name=name)
+
+    @property
+    def routes(self) -> list[Route]:
+        return list(self._routes)
+
+    # -- middleware, hooks, errors ---------------------------------------------
+
+    def middleware(self, fn: Middleware) -> Middleware:
+        """Register ``async def mw(request, call_next) -> Response``; the first
+        registered is the outermost."""
+        self._check_open("add middleware")
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError("middleware must be an async def function (request, call_next)")
+        self._middleware.append(fn)
+        return fn
+
+    add_middleware = middleware
+
+    def on_startup(self, fn: Hook) -> Hook:
+        """Run ``fn`` (sync or async) in each serving process before it accepts requests."""
+        self._startup.append(fn)
+        return fn
+
+    def on_shutdown(self, fn: Hook) -> Hook:
+        """Run ``fn`` (sync or async) after the last request, in reverse order of startup."""
+        self._shutdown.append(fn)
+        return fn
+
+    def exception_handler(self, exc_type: type[BaseException]) -> Callable[[E], E]:
+        """Register a plain ``def handler(request, exc) -> Response`` for ``exc_type``
+        (and its subclasses; the most specific registration wins)."""
+
+        def register(fn: E) -> E:
+            if inspect.iscoroutinefunction(fn):
+                raise TypeError("exception handlers must be plain def functions returning a Response")
+            self._exception_handlers[exc_type] = fn
+            return fn
+
+        return register
+
+    def handle_error(self, request: Any, exc: BaseException) -> Response:
+        """The response for an exception a handler raised (called by the core)."""
+        for klass in type(exc).__mro__:
+            custom = self._exception_handlers.get(klass)  # type: ignore[arg-type]
+            if custom is not None:
+                try:
+                    response = custom(request, exc)
+                except Exception:
+                    log.exception("exception handler for %s failed", klass.__name__)
+                    break
+                if isinstance(response, Response):
+                    return response
+                log.error("exception handler for %s returned %r, not a Response", klass.__name__, response)
+                break
+        else:
+            if isinstance(exc, HTTPException):
+                return Response(exc.detail, status=exc.status, headers=exc.headers)
+        log.error(
+            "unhandled error in %s %s",
+            getattr(request, "method", "?"),
+            getattr(request, "path", "?"),
+            exc_info=(type(exc), exc, exc.__traceback__),
+        )
+        return Response("Internal Server Error", status=500)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def build_dispatcher(self, config: ServerConfig | None = None) -> _core.Dispatcher:
+        """Freeze the app and build the core's dispatcher (raises on route conflicts)."""
+        config = config or self.config
+        self._frozen = True
+        table = []
+        for route in self._routes:
+            target, is_async = compose(route, self._middleware, self.handle_error)
+            table.append((list(route.methods), route.path, target, is_async))
+        return _core.Dispatcher(table, self, self.handle_error, **config.dispatcher_kwargs())
+
+    async def startup(self) -> None:
+        """Run the startup hooks in order."""
+        for hook in self._startup:
+            await _maybe_await(hook())
+
+    async def shutdown(self) -> None:
+        """Run the shutdown hooks in reverse order; every hook runs even if one fails."""
+        errors: list[BaseException] = []
+        for hook in reversed(self._shutdown):
+            try:
+                await _maybe_await(hook())
+            except Exception as exc:  # noqa: BLE001 - reported below, after all hooks ran
+                log.exception("shutdown hook %r failed", hook)
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    def run(self, host: str | None = None, port: int | None = None, **settings: Any) -> None:
+        """Serve in this process until SIGINT/SIGTERM (development and simple deployments)."""
+        from veter.server import run
+
+        changes = dict(settings)
+        if host is not None:
+            changes["host"] = host
+        if port is not None:
+            changes["port"] = port
+        run(self, self.config.with_(**changes))
+
+    def _check_open(self, what: str) -> None:
+        if self._frozen:
+            raise RuntimeError(f"cannot {what} after the app started serving")
+
+
+async def _maybe_await(value: Any) -> Any:
+    if isinstance(value, Awaitable):
+        return await value
+    return value

@@ -1,0 +1,83 @@
+"""Server settings: one dataclass, every limit with its documented default."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal
+
+__all__ = ["ServerConfig"]
+
+LoopName = Literal["auto", "uvloop", "asyncio"]
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How a veter server listens and what it accepts. See docs/guide.md, "Limits"."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    #: Event loop: uvloop when installed ("auto"), or force one.
+    loop: LoopName = "auto"
+    #: Listen backlog passed to listen(2).
+    backlog: int = 2048
+    #: Seconds an idle keep-alive connection stays open (checked once a second).
+    keepalive_timeout: float = 5.0
+    #: Seconds SIGTERM/SIGINT waits for in-flight requests before closing connections.
+    graceful_timeout: float = 30.0
+    #: Value of the Server header; None sends no Server header.
+    server_header: str | None = "veter"
+    #: Longest request line in bytes (414 above it).
+    max_start_line: int = 8192
+    #: Most header fields in a request (431 above it).
+    max_header_count: int = 100
+    #: Most bytes of header fields in a request (431 above it).
+    max_header_bytes: int = 16384
+    #: Largest request body in bytes, after chunked decoding (413 above it).
+    max_body_bytes: int = 10 * 1024 * 1024
+    #: Handlers of one connection in flight at once; further pipelined requests wait unread.
+    max_pipelined: int = 64
+    #: Threads for blocking=True routes and run_in_thread.
+    max_threads: int = 40
+
+    def __post_init__(self) -> None:
+        positive = (
+            "backlog",
+            "max_start_line",
+            "max_header_count",
+            "max_header_bytes",
+            "max_pipelined",
+            "max_threads",
+        )
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_body_bytes < 0:
+            raise ValueError("max_body_bytes must be >= 0")
+        for name in ("keepalive_timeout", "graceful_timeout"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be a positive number of seconds")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be 0-65535, got {self.port}")
+        if self.loop not in ("auto", "uvloop", "asyncio"):
+            raise ValueError(f"loop must be auto, uvloop or asyncio, got {self.loop!r}")
+
+    def with_(self, **changes: Any) -> ServerConfig:
+        """A copy with ``changes`` applied (unknown names raise TypeError)."""
+        known = {f.name for f in fields(self)}
+        unknown = set(changes) - known
+        if unknown:
+            raise TypeError(f"unknown server setting(s): {', '.join(sorted(unknown))}")
+        return replace(self, **changes)
+
+    def dispatcher_kwargs(self) -> dict[str, Any]:
+        keys = (
+            "server_header",
+            "keepalive_timeout",
+            "max_start_line",
+            "max_header_count",
+            "max_header_bytes",
+            "max_body_bytes",
+            "max_pipelined",
+        )
+        values = asdict(self)
+        return {k: values[k] for k in keys}

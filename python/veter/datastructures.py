@@ -1,0 +1,131 @@
+"""Mappings handed to handlers: headers, query parameters, cookies, state.
+
+They are built lazily by ``veter._core.Request`` the first time a handler asks, from
+data the Rust parser already validated, so nothing here re-checks HTTP syntax.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, overload
+from urllib.parse import parse_qsl
+
+__all__ = ["Headers", "QueryParams", "State", "parse_cookies"]
+
+
+class _MultiMapping(Mapping[str, str]):
+    """An immutable mapping that keeps every value of a repeated key, in order.
+
+    ``m[key]`` and ``m.get(key)`` give the first value, ``m.getall(key)`` all of them;
+    iteration yields each distinct key once, ``m.items()`` every (key, value) pair via
+    ``multi_items()``.
+    """
+
+    __slots__ = ("_index", "_items")
+
+    def __init__(self, items: Iterable[tuple[str, str]]) -> None:
+        self._items: list[tuple[str, str]] = list(items)
+        index: dict[str, list[str]] = {}
+        for key, value in self._items:
+            index.setdefault(self._fold(key), []).append(value)
+        self._index = index
+
+    @staticmethod
+    def _fold(key: str) -> str:
+        return key
+
+    def __getitem__(self, key: str) -> str:
+        return self._index[self._fold(key)][0]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._fold(key) in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    @overload
+    def getall(self, key: str) -> list[str]: ...
+    @overload
+    def getall(self, key: str, default: list[str]) -> list[str]: ...
+    def getall(self, key: str, default: list[str] | None = None) -> list[str]:
+        """Every value of ``key`` in arrival order; ``default`` (or []) when absent."""
+        values = self._index.get(self._fold(key))
+        if values is None:
+            return [] if default is None else default
+        return list(values)
+
+    def multi_items(self) -> list[tuple[str, str]]:
+        """Every (key, value) pair in arrival order, repeats included."""
+        return list(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _MultiMapping):
+            return type(self) is type(other) and sorted(self._norm()) == sorted(other._norm())
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._norm())))
+
+    def _norm(self) -> list[tuple[str, str]]:
+        return [(self._fold(k), v) for k, v in self._items]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._items!r})"
+
+
+class Headers(_MultiMapping):
+    """Request headers: case-insensitive keys, every value kept.
+
+    Names keep the case the client sent in ``multi_items()``; lookups ignore case.
+    Iteration yields lower-cased names.
+    """
+
+    __slots__ = ()
+
+    @staticmethod
+    def _fold(key: str) -> str:
+        return key.lower()
+
+
+class QueryParams(_MultiMapping):
+    """Query-string parameters, percent-decoded, blank values kept (``?a=&b`` has a and b)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_string(cls, query: str) -> QueryParams:
+        return cls(parse_qsl(query, keep_blank_values=True))
+
+
+def parse_cookies(header: str) -> dict[str, str]:
+    """Parse a ``Cookie`` request header into a dict (the last of repeated names wins).
+
+    Lenient on purpose, like browsers: pairs without ``=`` are skipped, surrounding
+    spaces and a pair of double quotes around a value are removed. Values are not
+    percent-decoded: RFC 6265 leaves their encoding to the application.
+    """
+    cookies: dict[str, str] = {}
+    for part in header.split(";"):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        cookies[name] = value
+    return cookies
+
+
+class State:
+    """A plain attribute namespace (``app.state.pg = pool``, ``request.state.user = u``)."""
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
+        return f"State({body})"

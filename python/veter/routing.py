@@ -1,0 +1,123 @@
+"""Route declarations and how a handler is adapted before the Rust core calls it.
+
+Everything here runs once, when the app is frozen (STYLE 3): the core then calls
+``Route.target`` directly for every request, with no per-request dispatch in Python.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from veter.concurrency import run_in_thread
+from veter.responses import Response, to_response
+
+__all__ = ["Handler", "Middleware", "Route", "compose", "is_async_callable"]
+
+Handler = Callable[..., Any]
+CallNext = Callable[[Any], Awaitable[Response]]
+Middleware = Callable[[Any, CallNext], Awaitable[Response]]
+ErrorResponder = Callable[[Any, BaseException], Response]
+
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
+
+
+def is_async_callable(fn: object) -> bool:
+    """True for ``async def`` functions and objects whose ``__call__`` is one."""
+    while hasattr(fn, "func") and hasattr(fn, "args"):  # functools.partial
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+@dataclass(frozen=True)
+class Route:
+    path: str
+    methods: tuple[str, ...]
+    handler: Handler
+    blocking: bool = False
+    name: str | None = None
+
+    @property
+    def is_async(self) -> bool:
+        return self.blocking or is_async_callable(self.handler)
+
+    def describe(self) -> str:
+        handler = getattr(self.handler, "__qualname__", repr(self.handler))
+        module = getattr(self.handler, "__module__", "?")
+        return f"{','.join(self.methods):<20} {self.path:<40} {module}.{handler}"
+
+
+def normalise_methods(methods: Sequence[str] | str) -> tuple[str, ...]:
+    if isinstance(methods, str):
+        methods = [methods]
+    out: list[str] = []
+    for method in methods:
+        upper = method.upper()
+        if not upper or not upper.isascii() or not upper.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"invalid HTTP method {method!r}")
+        if upper not in out:
+            out.append(upper)
+    if not out:
+        raise ValueError("a route needs at least one method")
+    return tuple(out)
+
+
+def _blocking(fn: Handler) -> Handler:
+    """Run a sync handler in the bounded thread pool instead of on the loop."""
+
+    async def run_blocking(request: Any, **params: Any) -> Any:
+        return await run_in_thread(fn, request, **params)
+
+    run_blocking.__qualname__ = getattr(fn, "__qualname__", "handler")
+    return run_blocking
+
+
+def target_for(route: Route) -> tuple[Handler, bool]:
+    """What the core calls for ``route`` when there is no middleware, and whether
+    its result must be awaited."""
+    if route.blocking:
+        if is_async_callable(route.handler):
+            raise TypeError(f"{route.path}: blocking=True is for plain def handlers, not async def")
+        return _blocking(route.handler), True
+    return route.handler, route.is_async
+
+
+def compose(
+    route: Route, middleware: Sequence[Middleware], on_error: ErrorResponder
+) -> tuple[Handler, bool]:
+    """The route's handler wrapped in the middleware chain, built once.
+
+    Inside the chain every result is a ``Response`` and every handler exception has
+    already become one (through the app's exception handlers), so a middleware can
+    rely on ``await call_next(request)`` returning a ``Response``.
+    """
+    handler, is_async = target_for(route)
+    if not middleware:
+        return handler, is_async
+
+    async def endpoint(request: Any) -> Response:
+        try:
+            result = handler(request, **request.path_params)
+            if is_async:
+                result = await result
+            return to_response(result)
+        except Exception as exc:  # noqa: BLE001 - becomes the error response
+            return on_error(request, exc)
+
+    chain: CallNext = endpoint
+    for mw in reversed(middleware):
+        chain = _link(mw, chain)
+
+    async def entry(request: Any, **_params: Any) -> Response:
+        return await chain(request)
+
+    return entry, True
+
+
+def _link(mw: Middleware, call_next: CallNext) -> CallNext:
+    async def call(request: Any) -> Response:
+        return await mw(request, call_next)
+
+    return call

@@ -1,0 +1,242 @@
+//! The `Dispatcher` pyclass: everything frozen at startup that connections share.
+//!
+//! Built once from the app's route list and settings (STYLE 3 and 5: decide at setup,
+//! the router stores indices). It is the protocol factory handed to
+//! `loop.create_server`, keeps the set of open connections for the keep-alive reaper
+//! and for graceful shutdown, and holds the Python callables the core needs.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use crate::http1::limits::Limits;
+use crate::protocol::Connection;
+use crate::router::tree::Router;
+
+/// One handler, as the core calls it.
+pub struct Route {
+    pub handler: Py<PyAny>,
+    pub is_async: bool,
+    pub pattern: Py<PyString>,
+    pub param_names: Vec<Py<PyString>>,
+}
+
+#[pyclass(module = "veter._core", name = "Dispatcher", frozen)]
+pub struct Dispatcher {
+    pub router: Router,
+    pub routes: Vec<Route>,
+    pub limits: Limits,
+    pub server_header: Option<String>,
+    pub keepalive_timeout: Duration,
+    pub max_pipelined: usize,
+    pub app: Py<PyAny>,
+    pub error_handler: Py<PyAny>,
+    /// `asyncio.Task` when eager task start is available (Python 3.12+).
+    pub eager_task: Option<Py<PyAny>>,
+    pub shutting_down: AtomicBool,
+    next_id: AtomicU64,
+    connections: Mutex<HashMap<u64, Py<Connection>>>,
+    on_drained: Mutex<Option<Py<PyAny>>>,
+}
+
+impl Dispatcher {
+    pub fn register(&self, id: u64, conn: Py<Connection>) {
+        self.lock().insert(id, conn);
+    }
+
+    pub fn unregister(&self, py: Python<'_>, id: u64) {
+        let now_empty = {
+            let mut conns = self.lock();
+            conns.remove(&id);
+            conns.is_empty()
+        };
+        if now_empty && self.shutting_down.load(Ordering::Relaxed) {
+            self.fire_drained(py);
+        }
+    }
+
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Py<Connection>>> {
+        // A poisoned lock only means a panic happened while it was held; the map
+        // itself is still consistent (inserts and removes are single calls).
+        self.connections.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn snapshot(&self, py: Python<'_>) -> Vec<Py<Connection>> {
+        self.lock().values().map(|c| c.clone_ref(py)).collect()
+    }
+
+    fn fire_drained(&self, py: Python<'_>) {
+        let cb = self
+            .on_drained
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(cb) = cb {
+            if let Err(err) = cb.call0(py) {
+                err.print(py);
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl Dispatcher {
+    /// routes: (methods, pattern, handler, is_async) in registration order.
+    #[new]
+    #[pyo3(signature = (
+        routes, app, error_handler, *, server_header = Some("veter".to_owned()),
+        keepalive_timeout = 5.0, max_start_line = 8192, max_header_count = 100,
+        max_header_bytes = 16384, max_body_bytes = 10 * 1024 * 1024, max_pipelined = 64,
+        eager_tasks = None
+    ))]
+    #[allow(clippy::too_many_arguments)] // mirrors the documented keyword-only settings
+    fn new(
+        py: Python<'_>,
+        routes: Vec<(Vec<String>, String, Py<PyAny>, bool)>,
+        app: Py<PyAny>,
+        error_handler: Py<PyAny>,
+        server_header: Option<String>,
+        keepalive_timeout: f64,
+        max_start_line: usize,
+        max_header_count: usize,
+        max_header_bytes: usize,
+        max_body_bytes: u64,
+        max_pipelined: usize,
+        eager_tasks: Option<bool>,
+    ) -> PyResult<Self> {
+        if !(keepalive_timeout.is_finite() && keepalive_timeout > 0.0) {
+            return Err(PyValueError::new_err("keepalive_timeout must be a positive number of seconds"));
+        }
+        if max_pipelined == 0 {
+            return Err(PyValueError::new_err("max_pipelined must be at least 1"));
+        }
+        if let Some(h) = &server_header {
+            crate::response::check_header_value("server", h)?;
+        }
+        let mut router = Router::new();
+        let mut table = Vec::with_capacity(routes.len());
+        for (index, (methods, pattern, handler, is_async)) in routes.into_iter().enumerate() {
+            let methods: Vec<&str> = methods.iter().map(String::as_str).collect();
+            router
+                .add(&methods, &pattern, index)
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            let param_names = router
+                .param_names(index)
+                .iter()
+                .map(|n| PyString::intern(py, n).unbind())
+                .collect();
+            table.push(Route {
+                handler,
+                is_async,
+                pattern: PyString::new(py, &pattern).unbind(),
+                param_names,
+            });
+        }
+        let supports_eager = py.version_info() >= (3, 12);
+        let eager = match eager_tasks {
+            Some(true) if !supports_eager => {
+                return Err(PyValueError::new_err("eager_tasks needs Python 3.12 or newer"));
+            }
+            Some(flag) => flag,
+            None => supports_eager,
+        };
+        let eager_task = if eager {
+            Some(py.import("asyncio")?.getattr("Task")?.unbind())
+        } else {
+            None
+        };
+        let limits = Limits {
+            max_start_line,
+            max_header_count,
+            max_header_bytes,
+            max_body_bytes,
+            ..Limits::default()
+        };
+        Ok(Dispatcher {
+            router,
+            routes: table,
+            limits,
+            server_header,
+            keepalive_timeout: Duration::from_secs_f64(keepalive_timeout),
+            max_pipelined,
+            app,
+            error_handler,
+            eager_task,
+            shutting_down: AtomicBool::new(false),
+            next_id: AtomicU64::new(0),
+            connections: Mutex::new(HashMap::new()),
+            on_drained: Mutex::new(None),
+        })
+    }
+
+    /// The protocol factory: one `Connection` per accepted socket.
+    fn __call__(slf: Py<Self>) -> Connection {
+        Connection::new(slf)
+    }
+
+    #[getter]
+    fn connection_count(&self) -> usize {
+        self.lock().len()
+    }
+
+    #[getter]
+    fn eager_tasks(&self) -> bool {
+        self.eager_task.is_some()
+    }
+
+    /// Closes keep-alive connections idle for longer than the keep-alive timeout.
+    /// Called about once a second by the server; returns how many it closed.
+    fn tick(&self, py: Python<'_>) -> PyResult<usize> {
+        let now = Instant::now();
+        let mut closed = 0;
+        for conn in self.snapshot(py) {
+            if Connection::reap_if_idle(conn.bind(py), now, self.keepalive_timeout)? {
+                closed += 1;
+            }
+        }
+        Ok(closed)
+    }
+
+    /// Starts a graceful shutdown: idle connections close now, busy ones after their
+    /// in-flight responses (sent with `Connection: close`). `on_drained` is called once
+    /// no connection is left (at once if there is none).
+    fn shutdown(&self, py: Python<'_>, on_drained: Py<PyAny>) -> PyResult<()> {
+        *self.on_drained.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(on_drained);
+        self.shutting_down.store(true, Ordering::Relaxed);
+        for conn in self.snapshot(py) {
+            Connection::close_when_idle(conn.bind(py))?;
+        }
+        if self.lock().is_empty() {
+            self.fire_drained(py);
+        }
+        Ok(())
+    }
+
+    /// Closes every connection now (after the graceful timeout ran out).
+    fn abort_all(&self, py: Python<'_>) -> PyResult<usize> {
+        let conns = self.snapshot(py);
+        for conn in &conns {
+            Connection::abort(conn.bind(py))?;
+        }
+        Ok(conns.len())
+    }
+}
+
+impl Dispatcher {
+    /// Kwargs for `asyncio.Task(coro, **kwargs)` on one loop; built per connection.
+    pub fn task_kwargs<'py>(py: Python<'py>, event_loop: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("loop", event_loop)?;
+        kwargs.set_item("eager_start", true)?;
+        Ok(kwargs)
+    }
+}

@@ -1,0 +1,25 @@
+//! `veter._core`: the native HTTP/1.1 core of veter.
+//!
+//! Only the module definition lives here; see `protocol.rs` for the connection,
+//! `http1/` for the sans-IO parser and encoder and `router/` for routing.
+
+pub mod dispatcher;
+pub mod http1;
+pub mod protocol;
+pub mod pyrefs;
+pub mod request;
+pub mod response;
+pub mod router;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<dispatcher::Dispatcher>()?;
+    m.add_class::<protocol::Connection>()?;
+    m.add_class::<request::Request>()?;
+    m.add_class::<request::Ready>()?;
+    m.add_class::<response::Response>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

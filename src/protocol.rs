@@ -1,0 +1,792 @@
+//! The connection: an asyncio protocol implemented in Rust.
+//!
+//! State, all of it here (STYLE 2):
+//! - `reading`: waiting for a head, collecting a body, or stopped (after an error
+//!   or a response that closes the connection: input is ignored from then on, so
+//!   nothing pipelined after a rejected request is ever processed);
+//! - `buf`: bytes of an incomplete request, kept between reads;
+//! - `queue`: responses not yet written, in request order. A handler that suspends
+//!   leaves a hole; responses behind it wait, so pipelined responses always go out
+//!   in request order. `out` collects what is ready now, so everything ready after
+//!   one read is sent with one `transport.write`.
+//! - flow control: reading pauses while the transport's buffer is above its high
+//!   watermark (`pause_writing`) or while `max_pipelined` handlers of this
+//!   connection are in flight; unparsed input waits in `buf`.
+//!
+//! Borrowing: Python calls into a connection one at a time (the loop is single
+//! threaded), but `transport.write` may call `pause_writing` synchronously, so the
+//! `RefCell`-like borrow of the connection is always released before calling the
+//! transport. Handlers run while the connection is borrowed; they cannot reach it.
+
+use std::collections::VecDeque;
+use std::mem;
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+use crate::dispatcher::Dispatcher;
+use crate::http1::body::ChunkedDecoder;
+use crate::http1::encode::{self, Framing};
+use crate::http1::error::ParseError;
+use crate::http1::parse::{self, BodyKind, Head, Version};
+use crate::pyrefs;
+use crate::request::{self, Body, Request};
+use crate::response::{Response, APPLICATION_JSON, OCTET_STREAM, TEXT_PLAIN};
+use crate::router::params::ParamValue;
+use crate::router::tree::Lookup;
+
+enum BodyState {
+    Length { remaining: u64, data: Vec<u8> },
+    Chunked { decoder: ChunkedDecoder, data: Vec<u8> },
+}
+
+struct Pending {
+    parts: request::Parts,
+    framing: Framing,
+    state: BodyState,
+}
+
+enum Reading {
+    Head,
+    Body(Box<Pending>),
+    Stopped,
+}
+
+struct Slot {
+    seq: u64,
+    bytes: Option<Vec<u8>>,
+}
+
+/// What to do with the transport once the connection is no longer borrowed.
+#[derive(Default)]
+struct Actions {
+    write: Option<Vec<u8>>,
+    close: bool,
+    pause_reading: bool,
+    resume_reading: bool,
+}
+
+#[pyclass(module = "veter._core", name = "Connection")]
+pub struct Connection {
+    disp: Py<Dispatcher>,
+    id: u64,
+    transport: Option<Py<PyAny>>,
+    write: Option<Py<PyAny>>,
+    task_kwargs: Option<Py<PyDict>>,
+    create_task: Option<Py<PyAny>>,
+    client: Py<PyAny>,
+    /// This connection as a Python object, for task completions; cleared when lost.
+    self_ref: Option<Py<Connection>>,
+    buf: Vec<u8>,
+    reading: Reading,
+    queue: VecDeque<Slot>,
+    out: Vec<u8>,
+    next_seq: u64,
+    in_flight: usize,
+    /// A response that closes the connection has been emitted.
+    closing: bool,
+    closed: bool,
+    paused_for_pipeline: bool,
+    writing_paused: bool,
+    reading_paused: bool,
+    last_activity: Instant,
+}
+
+impl Connection {
+    pub fn new(disp: Py<Dispatcher>) -> Self {
+        let id = disp.get().next_id();
+        Connection {
+            disp,
+            id,
+            transport: None,
+            write: None,
+            task_kwargs: None,
+            create_task: None,
+            client: Python::attach(|py| py.None()),
+            self_ref: None,
+            buf: Vec::new(),
+            reading: Reading::Head,
+            queue: VecDeque::new(),
+            out: Vec::new(),
+            next_seq: 0,
+            in_flight: 0,
+            closing: false,
+            closed: false,
+            paused_for_pipeline: false,
+            writing_paused: false,
+            reading_paused: false,
+            last_activity: Instant::now(),
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        matches!(self.reading, Reading::Head)
+            && self.buf.is_empty()
+            && self.queue.is_empty()
+            && self.in_flight == 0
+            && self.out.is_empty()
+    }
+
+    pub fn reap_if_idle(slf: &Bound<'_, Self>, now: Instant, timeout: Duration) -> PyResult<bool> {
+        let Ok(mut this) = slf.try_borrow_mut() else {
+            return Ok(false);
+        };
+        if this.closed || !this.is_idle() || now.duration_since(this.last_activity) < timeout {
+            return Ok(false);
+        }
+        this.reading = Reading::Stopped;
+        this.closed = true;
+        let transport = this.transport.as_ref().map(|t| t.clone_ref(slf.py()));
+        drop(this);
+        if let Some(t) = transport {
+            t.call_method0(slf.py(), "close")?;
+        }
+        Ok(true)
+    }
+
+    pub fn close_when_idle(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let Ok(mut this) = slf.try_borrow_mut() else {
+            return Ok(());
+        };
+        if this.closed {
+            return Ok(());
+        }
+        if this.is_idle() {
+            this.reading = Reading::Stopped;
+            this.closed = true;
+            let transport = this.transport.as_ref().map(|t| t.clone_ref(py));
+            drop(this);
+            if let Some(t) = transport {
+                t.call_method0(py, "close")?;
+            }
+        }
+        // Busy connections see `shutting_down` when they emit their next response,
+        // which then carries `Connection: close`.
+        Ok(())
+    }
+
+    pub fn abort(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let transport = {
+            let Ok(mut this) = slf.try_borrow_mut() else {
+                return Ok(());
+            };
+            this.reading = Reading::Stopped;
+            this.closed = true;
+            this.transport.as_ref().map(|t| t.clone_ref(py))
+        };
+        if let Some(t) = transport {
+            t.call_method0(py, "abort")?;
+        }
+        Ok(())
+    }
+
+    fn framing_for(&self, head: &Head, is_head: bool) -> Framing {
+        let shutting = self.disp.get().shutting_down.load(std::sync::atomic::Ordering::Relaxed);
+        Framing {
+            http10: head.version == Version::Http10,
+            keep_alive: head.keep_alive && !shutting,
+            head: is_head,
+        }
+    }
+
+    /// Parses and dispatches everything complete in `chunk[pos..]`.
+    fn process(&mut self, py: Python<'_>, chunk: &Bound<'_, PyBytes>, mut pos: usize) -> PyResult<()> {
+        let data = chunk.as_bytes();
+        loop {
+            match &mut self.reading {
+                Reading::Stopped => return Ok(()),
+                Reading::Body(pending) => {
+                    let done = match &mut pending.state {
+                        BodyState::Length { remaining, data: body } => {
+                            let avail = data.len() - pos;
+                            let take = usize::try_from(*remaining).map_or(avail, |r| r.min(avail));
+                            body.extend_from_slice(&data[pos..pos + take]);
+                            pos += take;
+                            *remaining -= take as u64;
+                            *remaining == 0
+                        }
+                        BodyState::Chunked { decoder, data: body } => {
+                            match decoder.decode(&data[pos..], body) {
+                                Ok((used, done)) => {
+                                    pos += used;
+                                    done
+                                }
+                                Err(e) => {
+                                    self.fail(&e);
+                                    return Ok(());
+                                }
+                            }
+                        }
+                    };
+                    if !done {
+                        return Ok(());
+                    }
+                    let Reading::Body(pending) = mem::replace(&mut self.reading, Reading::Head) else {
+                        unreachable!("matched above")
+                    };
+                    let Pending {
+                        mut parts,
+                        framing,
+                        state,
+                    } = *pending;
+                    parts.body = match state {
+                        BodyState::Length { data, .. } | BodyState::Chunked { data, .. } => Body::Owned(data),
+                    };
+                    self.dispatch(py, parts, framing)?;
+                }
+                Reading::Head => {
+                    if pos >= data.len() {
+                        return Ok(());
+                    }
+                    if self.in_flight >= self.disp.get().max_pipelined {
+                        // Too many handlers of this connection in flight: keep the rest
+                        // unparsed and stop reading until some finish.
+                        self.buf.extend_from_slice(&data[pos..]);
+                        self.paused_for_pipeline = true;
+                        return Ok(());
+                    }
+                    let limits = &self.disp.get().limits;
+                    let head = match parse::parse_head(&data[pos..], limits) {
+                        Ok(Some(head)) => head,
+                        Ok(None) => {
+                            self.buf.extend_from_slice(&data[pos..]);
+                            return Ok(());
+                        }
+                        Err(e) => {
+                            self.fail(&e);
+                            return Ok(());
+                        }
+                    };
+                    pos = self.start_request(py, chunk, pos, head)?;
+                }
+            }
+        }
+    }
+
+    /// Handles a parsed head at `chunk[start..]`; returns the position after what it used.
+    fn start_request(&mut self, py: Python<'_>, chunk: &Bound<'_, PyBytes>, start: usize, head: Head) -> PyResult<usize> {
+        let data = chunk.as_bytes();
+        let shift = |r: &std::ops::Range<usize>| r.start + start..r.end + start;
+        let target = shift(&head.target);
+        let (path, query) = request::split_target(data, target.clone());
+        let is_head = &data[shift(&head.method)] == b"HEAD";
+        let framing = self.framing_for(&head, is_head);
+        let headers = head
+            .headers
+            .iter()
+            .map(|h| parse::HeaderSpan {
+                name: shift(&h.name),
+                value: shift(&h.value),
+            })
+            .collect();
+        let mut parts = request::Parts {
+            buf: chunk.clone().unbind(),
+            method: shift(&head.method),
+            target,
+            path,
+            query,
+            version: head.version,
+            headers,
+            body: Body::Empty,
+        };
+        let mut pos = start + head.len;
+        let state = match head.body {
+            BodyKind::Empty => None,
+            BodyKind::Length(n) => {
+                let avail = (data.len() - pos) as u64;
+                if avail >= n {
+                    // n <= avail, which came from a usize.
+                    let end = pos + usize::try_from(n).unwrap_or(usize::MAX);
+                    parts.body = Body::Slice(pos..end);
+                    pos = end;
+                    None
+                } else {
+                    let body = data[pos..].to_vec();
+                    pos = data.len();
+                    Some(BodyState::Length {
+                        remaining: n - body.len() as u64,
+                        data: body,
+                    })
+                }
+            }
+            BodyKind::Chunked => {
+                let mut decoder = ChunkedDecoder::new(&self.disp.get().limits);
+                let mut body = Vec::new();
+                match decoder.decode(&data[pos..], &mut body) {
+                    Ok((used, true)) => {
+                        pos += used;
+                        parts.body = Body::Owned(body);
+                        None
+                    }
+                    Ok((used, false)) => {
+                        pos += used;
+                        Some(BodyState::Chunked { decoder, data: body })
+                    }
+                    Err(e) => {
+                        self.fail(&e);
+                        return Ok(data.len());
+                    }
+                }
+            }
+        };
+        match state {
+            None => self.dispatch(py, parts, framing)?,
+            Some(state) => {
+                if head.expect_continue {
+                    self.emit_bytes(encode::CONTINUE.to_vec());
+                }
+                self.reading = Reading::Body(Box::new(Pending { parts, framing, state }));
+            }
+        }
+        Ok(pos)
+    }
+
+    /// Answers a request that could not be parsed and stops reading.
+    fn fail(&mut self, err: &ParseError) {
+        let mut bytes = Vec::new();
+        let server = self.disp.get().server_header.as_deref();
+        encode::encode_error(&mut bytes, err.status(), err.reason(), server);
+        self.emit_bytes(bytes);
+        self.reading = Reading::Stopped;
+        self.closing = true;
+        self.buf.clear();
+    }
+
+    fn emit_bytes(&mut self, bytes: Vec<u8>) {
+        if self.queue.is_empty() {
+            self.out.extend_from_slice(&bytes);
+        } else {
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            self.queue.push_back(Slot { seq, bytes: Some(bytes) });
+        }
+    }
+
+    fn note_framing(&mut self, framing: Framing) {
+        if !framing.keep_alive {
+            self.closing = true;
+            self.reading = Reading::Stopped;
+            self.buf.clear();
+        }
+    }
+
+    /// Routes one complete request and runs its handler.
+    fn dispatch(&mut self, py: Python<'_>, parts: request::Parts, framing: Framing) -> PyResult<()> {
+        let disp_ref = self.disp.clone_ref(py);
+        let disp = disp_ref.get();
+        self.note_framing(framing);
+        let buf = parts.buf.bind(py).as_bytes();
+        // The parser only accepts visible ASCII in the method and target.
+        let method = std::str::from_utf8(&buf[parts.method.clone()]).unwrap_or("");
+        let path = std::str::from_utf8(&buf[parts.path.clone()]).unwrap_or("");
+        let (route_index, params) = match disp.router.lookup(method, path) {
+            Lookup::Found { route, params } => (route, params),
+            Lookup::NotFound => {
+                let resp = Response::new_plain(py, 404, b"Not Found", TEXT_PLAIN);
+                self.emit_response(py, &resp, framing);
+                return Ok(());
+            }
+            Lookup::MethodNotAllowed { allow } => {
+                let resp = Response::new_plain(py, 405, b"Method Not Allowed", TEXT_PLAIN).with_header("Allow", allow);
+                self.emit_response(py, &resp, framing);
+                return Ok(());
+            }
+        };
+        let route = &disp.routes[route_index];
+        let kwargs = if params.is_empty() {
+            None
+        } else {
+            let dict = PyDict::new(py);
+            for (name, value) in route.param_names.iter().zip(params) {
+                match value {
+                    ParamValue::Str(s) => dict.set_item(name.bind(py), PyString::new(py, &s))?,
+                    ParamValue::Int(i) => dict.set_item(name.bind(py), i)?,
+                }
+            }
+            Some(dict)
+        };
+        let request = Py::new(
+            py,
+            Request::new(
+                parts,
+                kwargs.as_ref().map(|d| d.clone().unbind()),
+                self.client.clone_ref(py),
+                disp.app.clone_ref(py),
+                Some(route.pattern.clone_ref(py)),
+            ),
+        )?;
+        let called = match &kwargs {
+            None => route.handler.bind(py).call1((request.clone_ref(py),)),
+            Some(kw) => route.handler.bind(py).call((request.clone_ref(py),), Some(kw)),
+        };
+        let result = match called {
+            Ok(r) => r,
+            Err(err) => {
+                self.emit_error(py, &request, err, framing);
+                return Ok(());
+            }
+        };
+        if route.is_async || is_coroutine(&result) {
+            self.start_task(py, &result, request, framing)
+        } else {
+            self.emit_result(py, &request, &result, framing);
+            Ok(())
+        }
+    }
+
+    fn start_task(&mut self, py: Python<'_>, coro: &Bound<'_, PyAny>, request: Py<Request>, framing: Framing) -> PyResult<()> {
+        let task = match (&self.create_task, &self.task_kwargs) {
+            (_, Some(kwargs)) => {
+                let task_type = self.disp.get().eager_task.as_ref().expect("kwargs imply eager");
+                task_type.bind(py).call((coro,), Some(kwargs.bind(py)))
+            }
+            (Some(create), None) => create.bind(py).call1((coro,)),
+            (None, None) => Err(PyTypeError::new_err("connection has no event loop")),
+        };
+        let task = match task {
+            Ok(t) => t,
+            Err(err) => {
+                self.emit_error(py, &request, err, framing);
+                return Ok(());
+            }
+        };
+        if task.call_method0("done")?.is_truthy()? {
+            // Finished without suspending (eager start): no loop iteration spent.
+            match task.call_method0("result") {
+                Ok(result) => self.emit_result(py, &request, &result, framing),
+                Err(err) => self.emit_error(py, &request, err, framing),
+            }
+            return Ok(());
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.queue.push_back(Slot { seq, bytes: None });
+        self.in_flight += 1;
+        let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
+            return Err(PyTypeError::new_err("connection is not attached"));
+        };
+        let done = Completion {
+            conn,
+            seq,
+            framing,
+            request,
+        };
+        task.call_method1("add_done_callback", (Py::new(py, done)?,))?;
+        Ok(())
+    }
+
+    /// Encodes a handler's return value (or its error) for the slot that is next.
+    fn emit_result(&mut self, py: Python<'_>, request: &Py<Request>, result: &Bound<'_, PyAny>, framing: Framing) {
+        let mut bytes = if self.queue.is_empty() { mem::take(&mut self.out) } else { Vec::new() };
+        if let Err(err) = self.encode_result(py, result, framing, &mut bytes) {
+            self.encode_error(py, request, err, framing, &mut bytes);
+        }
+        if self.queue.is_empty() {
+            self.out = bytes;
+        } else {
+            self.emit_bytes(bytes);
+        }
+    }
+
+    fn emit_error(&mut self, py: Python<'_>, request: &Py<Request>, err: PyErr, framing: Framing) {
+        let mut bytes = Vec::new();
+        self.encode_error(py, request, err, framing, &mut bytes);
+        self.emit_bytes(bytes);
+    }
+
+    fn emit_response(&mut self, py: Python<'_>, resp: &Response, framing: Framing) {
+        let server = self.disp.get().server_header.as_deref();
+        if self.queue.is_empty() {
+            resp.encode_into(py, &mut self.out, framing, server);
+        } else {
+            let mut bytes = Vec::new();
+            resp.encode_into(py, &mut bytes, framing, server);
+            self.emit_bytes(bytes);
+        }
+    }
+
+    fn encode_result(&self, py: Python<'_>, result: &Bound<'_, PyAny>, framing: Framing, out: &mut Vec<u8>) -> PyResult<()> {
+        encode_result(py, self.disp.get(), result, framing, out)
+    }
+
+    fn encode_error(&self, py: Python<'_>, request: &Py<Request>, err: PyErr, framing: Framing, out: &mut Vec<u8>) {
+        encode_error(py, self.disp.get(), request, err, framing, out);
+    }
+
+    /// Moves every ready response at the front of the queue into `out` and says
+    /// what to do with the transport.
+    fn collect(&mut self) -> Actions {
+        while self.queue.front().is_some_and(|s| s.bytes.is_some()) {
+            if let Some(Slot { bytes: Some(b), .. }) = self.queue.pop_front() {
+                self.out.extend_from_slice(&b);
+            }
+        }
+        let mut actions = Actions::default();
+        if !self.out.is_empty() && !self.closed {
+            actions.write = Some(mem::take(&mut self.out));
+        }
+        if self.closing && self.queue.is_empty() && !self.closed {
+            actions.close = true;
+            self.closed = true;
+        }
+        let want_pause = self.writing_paused || self.paused_for_pipeline;
+        if want_pause && !self.reading_paused && !self.closed {
+            self.reading_paused = true;
+            actions.pause_reading = true;
+        } else if !want_pause && self.reading_paused && !self.closed {
+            self.reading_paused = false;
+            actions.resume_reading = true;
+        }
+        actions
+    }
+
+    fn perform(py: Python<'_>, transport: Option<Py<PyAny>>, write: Option<Py<PyAny>>, actions: Actions) -> PyResult<()> {
+        if let (Some(bytes), Some(write)) = (actions.write, write) {
+            write.call1(py, (PyBytes::new(py, &bytes),))?;
+        }
+        if let Some(t) = transport {
+            if actions.close {
+                t.call_method0(py, "close")?;
+            } else if actions.pause_reading {
+                t.call_method0(py, "pause_reading")?;
+            } else if actions.resume_reading {
+                t.call_method0(py, "resume_reading")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the borrowed connection, then acts on the transport unborrowed.
+    fn with_borrow(slf: &Bound<'_, Self>, f: impl FnOnce(&mut Self, Python<'_>) -> PyResult<()>) -> PyResult<()> {
+        let py = slf.py();
+        let (transport, write, actions) = {
+            let mut this = slf.borrow_mut();
+            f(&mut this, py)?;
+            let actions = this.collect();
+            let transport = if actions.close || actions.pause_reading || actions.resume_reading {
+                this.transport.as_ref().map(|t| t.clone_ref(py))
+            } else {
+                None
+            };
+            (transport, this.write.as_ref().map(|w| w.clone_ref(py)), actions)
+        };
+        Self::perform(py, transport, write, actions)
+    }
+
+    /// Parses input that waited in `buf` (after a pause), as if it just arrived.
+    fn drain_buffered(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.buf.is_empty() || self.in_flight >= self.disp.get().max_pipelined {
+            return Ok(());
+        }
+        self.paused_for_pipeline = false;
+        let chunk = PyBytes::new(py, &mem::take(&mut self.buf));
+        self.process(py, &chunk, 0)
+    }
+}
+
+fn is_coroutine(obj: &Bound<'_, PyAny>) -> bool {
+    // Only on the slow path of a sync-declared handler returning an awaitable.
+    !obj.is_instance_of::<PyString>()
+        && !obj.is_instance_of::<PyBytes>()
+        && !obj.is_instance_of::<PyDict>()
+        && !obj.is_instance_of::<PyList>()
+        && !obj.is_instance_of::<Response>()
+        && obj.hasattr("send").unwrap_or(false)
+        && obj.hasattr("throw").unwrap_or(false)
+        && obj.hasattr("__await__").unwrap_or(false)
+}
+
+/// Turns what a handler returned into response bytes.
+pub fn encode_result(py: Python<'_>, disp: &Dispatcher, result: &Bound<'_, PyAny>, framing: Framing, out: &mut Vec<u8>) -> PyResult<()> {
+    let server = disp.server_header.as_deref();
+    if let Ok(resp) = result.cast::<Response>() {
+        resp.borrow().encode_into(py, out, framing, server);
+        return Ok(());
+    }
+    let (body, content_type): (Bound<'_, PyAny>, &str) = if let Ok(s) = result.cast::<PyString>() {
+        (PyBytes::new(py, s.to_str()?.as_bytes()).into_any(), TEXT_PLAIN)
+    } else if result.is_instance_of::<PyBytes>() {
+        (result.clone(), OCTET_STREAM)
+    } else if result.is_instance_of::<PyDict>() || result.is_instance_of::<PyList>() {
+        (pyrefs::get(py)?.json_dumps.bind(py).call1((result,))?, APPLICATION_JSON)
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "handler returned {}; return a Response, str, bytes, dict or list",
+            result.get_type().name()?
+        )));
+    };
+    let body = body.cast::<PyBytes>()?;
+    let parts = encode::Parts {
+        status: 200,
+        content_type: Some(content_type),
+        headers: &[],
+        body: body.as_bytes(),
+        server,
+    };
+    encode::encode_response(out, &parts, framing);
+    Ok(())
+}
+
+/// Asks the app's error handler for a response to `err`; falls back to a plain 500.
+pub fn encode_error(py: Python<'_>, disp: &Dispatcher, request: &Py<Request>, err: PyErr, framing: Framing, out: &mut Vec<u8>) {
+    let server = disp.server_header.as_deref();
+    let handled = disp
+        .error_handler
+        .bind(py)
+        .call1((request.clone_ref(py), err.value(py)))
+        .and_then(|resp| {
+            let resp = resp.cast::<Response>()?;
+            resp.borrow().encode_into(py, out, framing, server);
+            Ok(())
+        });
+    if let Err(inner) = handled {
+        inner.print(py);
+        Response::new_plain(py, 500, b"Internal Server Error", TEXT_PLAIN).encode_into(py, out, framing, server);
+    }
+}
+
+#[pymethods]
+impl Connection {
+    fn connection_made(slf: &Bound<'_, Self>, transport: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = slf.py();
+        let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+        let mut this = slf.borrow_mut();
+        let disp = this.disp.clone_ref(py);
+        let d = disp.get();
+        if d.eager_task.is_some() {
+            this.task_kwargs = Some(Dispatcher::task_kwargs(py, &event_loop)?.unbind());
+        } else {
+            this.create_task = Some(event_loop.getattr("create_task")?.unbind());
+        }
+        this.client = transport.call_method1("get_extra_info", ("peername",))?.unbind();
+        this.write = Some(transport.getattr("write")?.unbind());
+        this.transport = Some(transport.clone().unbind());
+        this.self_ref = Some(slf.clone().unbind());
+        this.last_activity = Instant::now();
+        let id = this.id;
+        drop(this);
+        d.register(id, slf.clone().unbind());
+        if d.shutting_down.load(std::sync::atomic::Ordering::Relaxed) {
+            transport.call_method0("close")?;
+        }
+        Ok(())
+    }
+
+    fn data_received(slf: &Bound<'_, Self>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
+        Self::with_borrow(slf, |this, py| {
+            this.last_activity = Instant::now();
+            if matches!(this.reading, Reading::Stopped) {
+                return Ok(());
+            }
+            if this.buf.is_empty() {
+                return this.process(py, data, 0);
+            }
+            // An incomplete head waits in `buf`: a head can only complete on a new LF,
+            // so skip re-parsing until one arrives (unless the limits need checking).
+            let bytes = data.as_bytes();
+            this.buf.extend_from_slice(bytes);
+            let limits = &this.disp.get().limits;
+            let head_cap = limits.max_start_line + limits.max_header_bytes;
+            if this.paused_for_pipeline || (!bytes.contains(&b'\n') && this.buf.len() <= head_cap) {
+                return Ok(());
+            }
+            let chunk = PyBytes::new(py, &mem::take(&mut this.buf));
+            this.process(py, &chunk, 0)
+        })
+    }
+
+    fn eof_received(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        let mut keep_open = false;
+        Self::with_borrow(slf, |this, _py| {
+            // The client sent everything it will send. Answer what is in flight, then
+            // close; an incomplete request is dropped.
+            this.reading = Reading::Stopped;
+            this.buf.clear();
+            this.closing = true;
+            keep_open = !this.queue.is_empty();
+            Ok(())
+        })?;
+        Ok(keep_open)
+    }
+
+    fn connection_lost(slf: &Bound<'_, Self>, _exc: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let py = slf.py();
+        let (disp, id) = {
+            let mut this = slf.borrow_mut();
+            this.closed = true;
+            this.reading = Reading::Stopped;
+            this.buf = Vec::new();
+            this.out = Vec::new();
+            this.queue.clear();
+            // Break the transport <-> protocol and completion cycles.
+            this.transport = None;
+            this.write = None;
+            this.self_ref = None;
+            this.task_kwargs = None;
+            this.create_task = None;
+            (this.disp.clone_ref(py), this.id)
+        };
+        disp.get().unregister(py, id);
+        Ok(())
+    }
+
+    fn pause_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Self::with_borrow(slf, |this, _py| {
+            this.writing_paused = true;
+            Ok(())
+        })
+    }
+
+    fn resume_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Self::with_borrow(slf, |this, _py| {
+            this.writing_paused = false;
+            Ok(())
+        })
+    }
+
+    /// Requests in flight on this connection (handlers that have not answered yet).
+    #[getter]
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+}
+
+/// Called by asyncio when a suspended handler's task finishes.
+#[pyclass(module = "veter._core", name = "_Completion", frozen)]
+pub struct Completion {
+    conn: Py<Connection>,
+    seq: u64,
+    framing: Framing,
+    request: Py<Request>,
+}
+
+#[pymethods]
+impl Completion {
+    fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        let conn = self.conn.bind(py);
+        Connection::with_borrow(conn, |this, py| {
+            this.in_flight = this.in_flight.saturating_sub(1);
+            if this.closed {
+                return Ok(());
+            }
+            let disp = this.disp.clone_ref(py);
+            let mut bytes = Vec::new();
+            match task.call_method0("result") {
+                Ok(result) => {
+                    if let Err(err) = encode_result(py, disp.get(), &result, self.framing, &mut bytes) {
+                        encode_error(py, disp.get(), &self.request, err, self.framing, &mut bytes);
+                    }
+                }
+                Err(err) => encode_error(py, disp.get(), &self.request, err, self.framing, &mut bytes),
+            }
+            if let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) {
+                slot.bytes = Some(bytes);
+            }
+            this.drain_buffered(py)
+        })
+    }
+}

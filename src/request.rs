@@ -1,0 +1,398 @@
+//! The `Request` pyclass: a view over bytes the parser already validated.
+//!
+//! Nothing becomes a Python object until a handler asks for it: the request keeps a
+//! reference to the `bytes` object the head arrived in (no copy when a whole request
+//! came in one read) plus byte ranges, and builds `method`, `path`, `headers`, `query`
+//! and the rest on first access, caching each one.
+
+use std::ops::Range;
+
+use pyo3::exceptions::PyStopIteration;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+use crate::http1::parse::{HeaderSpan, Version};
+use crate::pyrefs;
+
+/// Where the body of a request lives.
+pub enum Body {
+    Empty,
+    /// A range of the same `bytes` object the head is in.
+    Slice(Range<usize>),
+    /// Collected across reads or decoded from chunks.
+    Owned(Vec<u8>),
+}
+
+/// The parsed head of one request, owned by the connection until it is dispatched.
+pub struct Parts {
+    pub buf: Py<PyBytes>,
+    pub method: Range<usize>,
+    pub target: Range<usize>,
+    pub path: Range<usize>,
+    pub query: Option<Range<usize>>,
+    pub version: Version,
+    pub headers: Vec<HeaderSpan>,
+    pub body: Body,
+}
+
+/// Splits a request target into its path and query ranges (absolute offsets).
+/// absolute-form (`http://host/p?q`) routes on its path; asterisk and authority
+/// forms route on the whole target.
+pub fn split_target(buf: &[u8], target: Range<usize>) -> (Range<usize>, Option<Range<usize>>) {
+    let bytes = &buf[target.clone()];
+    let mut start = 0;
+    if bytes.first() != Some(&b'/') {
+        if let Some(scheme_end) = memchr::memmem::find(bytes, b"://") {
+            let after = scheme_end + 3;
+            start = memchr::memchr2(b'/', b'?', &bytes[after..]).map_or(bytes.len(), |i| after + i);
+        }
+    }
+    match memchr::memchr(b'?', &bytes[start..]) {
+        Some(q) => (
+            target.start + start..target.start + start + q,
+            Some(target.start + start + q + 1..target.end),
+        ),
+        None => (target.start + start..target.end, None),
+    }
+}
+
+/// Percent-decodes `raw` (no `+` to space: that is a query-string convention).
+/// Invalid escapes are kept as they are; invalid UTF-8 is replaced.
+pub fn percent_decode(raw: &[u8]) -> String {
+    if !raw.contains(&b'%') {
+        return String::from_utf8_lossy(raw).into_owned();
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'%' && i + 2 < raw.len() {
+            let hi = (raw[i + 1] as char).to_digit(16);
+            let lo = (raw[i + 2] as char).to_digit(16);
+            if let (Some(hi), Some(lo)) = (hi, lo) {
+                // Both digits are < 16, so the value fits in a byte.
+                out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'?'));
+                i += 3;
+                continue;
+            }
+        }
+        out.push(raw[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn latin1(bytes: &[u8]) -> String {
+    // Header values may carry obs-text; decode it byte-for-byte like the WSGI/ASGI
+    // servers do, so nothing is lost and a handler can re-encode if it must.
+    if bytes.is_ascii() {
+        // ASCII is valid UTF-8.
+        String::from_utf8(bytes.to_vec()).unwrap_or_default()
+    } else {
+        bytes.iter().map(|&b| char::from(b)).collect()
+    }
+}
+
+#[pyclass(module = "veter._core", name = "Request", frozen)]
+pub struct Request {
+    parts: Parts,
+    params: Option<Py<PyDict>>,
+    client: Py<PyAny>,
+    app: Py<PyAny>,
+    route: Option<Py<PyString>>,
+    method_str: PyOnceLock<Py<PyString>>,
+    path_str: PyOnceLock<Py<PyString>>,
+    headers_obj: PyOnceLock<Py<PyAny>>,
+    query_obj: PyOnceLock<Py<PyAny>>,
+    cookies_obj: PyOnceLock<Py<PyAny>>,
+    state_obj: PyOnceLock<Py<PyAny>>,
+    body_obj: PyOnceLock<Py<PyBytes>>,
+}
+
+impl Request {
+    pub fn new(
+        parts: Parts,
+        params: Option<Py<PyDict>>,
+        client: Py<PyAny>,
+        app: Py<PyAny>,
+        route: Option<Py<PyString>>,
+    ) -> Self {
+        Request {
+            parts,
+            params,
+            client,
+            app,
+            route,
+            method_str: PyOnceLock::new(),
+            path_str: PyOnceLock::new(),
+            headers_obj: PyOnceLock::new(),
+            query_obj: PyOnceLock::new(),
+            cookies_obj: PyOnceLock::new(),
+            state_obj: PyOnceLock::new(),
+            body_obj: PyOnceLock::new(),
+        }
+    }
+
+    fn bytes<'a>(&'a self, py: Python<'a>) -> &'a [u8] {
+        self.parts.buf.bind(py).as_bytes()
+    }
+
+    fn header_values<'a>(&'a self, py: Python<'a>, name: &[u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let buf = self.bytes(py);
+        let name = name.to_vec();
+        self.parts
+            .headers
+            .iter()
+            .filter(move |h| buf[h.name.clone()].eq_ignore_ascii_case(&name))
+            .map(move |h| &buf[h.value.clone()])
+    }
+
+    fn body_bytes(&self, py: Python<'_>) -> Py<PyBytes> {
+        self.body_obj
+            .get_or_init(py, || match &self.parts.body {
+                Body::Empty => PyBytes::new(py, b"").unbind(),
+                Body::Slice(r) => PyBytes::new(py, &self.bytes(py)[r.clone()]).unbind(),
+                Body::Owned(v) => PyBytes::new(py, v).unbind(),
+            })
+            .clone_ref(py)
+    }
+
+    fn charset(&self, py: Python<'_>) -> String {
+        let Some(ct) = self.header_values(py, b"content-type").next() else {
+            return "utf-8".to_owned();
+        };
+        let ct = latin1(ct);
+        ct.split(';')
+            .skip(1)
+            .filter_map(|p| p.split_once('='))
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case("charset"))
+            .map_or_else(|| "utf-8".to_owned(), |(_, v)| v.trim().trim_matches('"').to_owned())
+    }
+}
+
+/// An awaitable whose result is already known: `await request.body()` costs no
+/// loop iteration because the body was read before the handler started.
+#[pyclass(module = "veter._core", name = "Ready", frozen)]
+pub struct Ready {
+    value: Py<PyAny>,
+}
+
+#[pymethods]
+impl Ready {
+    fn __await__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Err(PyStopIteration::new_err((self.value.clone_ref(py),)))
+    }
+
+    fn send(&self, py: Python<'_>, _value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.__next__(py)
+    }
+}
+
+fn ready(py: Python<'_>, value: Py<PyAny>) -> PyResult<Py<Ready>> {
+    Py::new(py, Ready { value })
+}
+
+#[pymethods]
+impl Request {
+    #[getter]
+    fn method(&self, py: Python<'_>) -> Py<PyString> {
+        self.method_str
+            .get_or_init(py, || {
+                let m = &self.bytes(py)[self.parts.method.clone()];
+                PyString::new(py, std::str::from_utf8(m).unwrap_or("")).unbind()
+            })
+            .clone_ref(py)
+    }
+
+    /// The percent-decoded path, without the query string.
+    #[getter]
+    fn path(&self, py: Python<'_>) -> Py<PyString> {
+        self.path_str
+            .get_or_init(py, || {
+                let raw = &self.bytes(py)[self.parts.path.clone()];
+                PyString::new(py, &percent_decode(raw)).unbind()
+            })
+            .clone_ref(py)
+    }
+
+    /// The path exactly as received (still percent-encoded), as bytes.
+    #[getter]
+    fn raw_path<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.bytes(py)[self.parts.path.clone()])
+    }
+
+    /// The request target exactly as received (path and query), as str.
+    #[getter]
+    fn target(&self, py: Python<'_>) -> String {
+        latin1(&self.bytes(py)[self.parts.target.clone()])
+    }
+
+    #[getter]
+    fn query_string(&self, py: Python<'_>) -> String {
+        self.parts
+            .query
+            .as_ref()
+            .map_or_else(String::new, |r| latin1(&self.bytes(py)[r.clone()]))
+    }
+
+    #[getter]
+    fn query(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.query_obj
+            .get_or_try_init(py, || {
+                let qs = self.query_string(py);
+                Ok(pyrefs::get(py)?
+                    .query_params
+                    .bind(py)
+                    .call_method1("from_string", (qs,))?
+                    .unbind())
+            })
+            .map(|o| o.clone_ref(py))
+    }
+
+    #[getter]
+    fn headers(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.headers_obj
+            .get_or_try_init(py, || {
+                let buf = self.bytes(py);
+                let list = PyList::empty(py);
+                for h in &self.parts.headers {
+                    let pair = PyTuple::new(py, [latin1(&buf[h.name.clone()]), latin1(&buf[h.value.clone()])])?;
+                    list.append(pair)?;
+                }
+                Ok(pyrefs::get(py)?.headers.bind(py).call1((list,))?.unbind())
+            })
+            .map(|o| o.clone_ref(py))
+    }
+
+    #[getter]
+    fn cookies(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.cookies_obj
+            .get_or_try_init(py, || {
+                let joined = self
+                    .header_values(py, b"cookie")
+                    .map(latin1)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                Ok(pyrefs::get(py)?.parse_cookies.bind(py).call1((joined,))?.unbind())
+            })
+            .map(|o| o.clone_ref(py))
+    }
+
+    /// The first value of header `name` (case-insensitive), without building the
+    /// whole headers mapping.
+    #[pyo3(signature = (name, default = None))]
+    fn header(&self, py: Python<'_>, name: &str, default: Option<String>) -> Option<String> {
+        self.header_values(py, name.as_bytes()).next().map(latin1).or(default)
+    }
+
+    #[getter]
+    fn http_version(&self) -> &'static str {
+        match self.parts.version {
+            Version::Http10 => "1.0",
+            Version::Http11 => "1.1",
+        }
+    }
+
+    /// (host, port) of the peer, or None when the transport does not know it.
+    #[getter]
+    fn client(&self, py: Python<'_>) -> Py<PyAny> {
+        self.client.clone_ref(py)
+    }
+
+    #[getter]
+    fn path_params(&self, py: Python<'_>) -> Py<PyDict> {
+        match &self.params {
+            Some(p) => p.clone_ref(py),
+            None => PyDict::new(py).unbind(),
+        }
+    }
+
+    /// The route pattern that matched (e.g. "/items/{id:int}").
+    #[getter]
+    fn route(&self, py: Python<'_>) -> Option<Py<PyString>> {
+        self.route.as_ref().map(|r| r.clone_ref(py))
+    }
+
+    #[getter]
+    fn app(&self, py: Python<'_>) -> Py<PyAny> {
+        self.app.clone_ref(py)
+    }
+
+    #[getter]
+    fn state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.state_obj
+            .get_or_try_init(py, || Ok::<_, PyErr>(pyrefs::get(py)?.state.bind(py).call0()?.unbind()))
+            .map(|o| o.clone_ref(py))
+    }
+
+    /// The whole body as bytes (awaitable).
+    fn body(&self, py: Python<'_>) -> PyResult<Py<Ready>> {
+        ready(py, self.body_bytes(py).into_any())
+    }
+
+    /// The body decoded with the Content-Type charset, utf-8 by default (awaitable).
+    fn text(&self, py: Python<'_>) -> PyResult<Py<Ready>> {
+        let body = self.body_bytes(py);
+        let charset = self.charset(py);
+        let text = body.bind(py).call_method1("decode", (charset,))?;
+        ready(py, text.unbind())
+    }
+
+    /// The body parsed as JSON (awaitable); invalid JSON raises
+    /// `HTTPException(400)`, so a handler need not catch it.
+    fn json(&self, py: Python<'_>) -> PyResult<Py<Ready>> {
+        let body = self.body_bytes(py);
+        let refs = pyrefs::get(py)?;
+        match refs.json_loads.bind(py).call1((body,)) {
+            Ok(value) => ready(py, value.unbind()),
+            Err(e) => {
+                let detail = format!("request body is not valid JSON: {}", e.value(py));
+                let exc = refs.http_exception.bind(py).call1((400, detail))?;
+                Err(PyErr::from_value(exc))
+            }
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let target = latin1(&self.bytes(py)[self.parts.target.clone()]);
+        let method = std::str::from_utf8(&self.bytes(py)[self.parts.method.clone()]).unwrap_or("?").to_owned();
+        format!("<Request {method} {target}>")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_origin_form() {
+        let buf = b"/a/b?x=1";
+        assert_eq!(split_target(buf, 0..buf.len()), (0..4, Some(5..8)));
+        let buf = b"/a";
+        assert_eq!(split_target(buf, 0..2), (0..2, None));
+    }
+
+    #[test]
+    fn split_absolute_form() {
+        let buf = b"http://h:1/p?q";
+        assert_eq!(split_target(buf, 0..buf.len()), (10..12, Some(13..14)));
+        let buf = b"http://h";
+        assert_eq!(split_target(buf, 0..buf.len()), (8..8, None));
+    }
+
+    #[test]
+    fn decode_percent() {
+        assert_eq!(percent_decode(b"/a%20b"), "/a b");
+        assert_eq!(percent_decode(b"/a%2"), "/a%2");
+        assert_eq!(percent_decode(b"/%zz"), "/%zz");
+        assert_eq!(percent_decode(b"/plain"), "/plain");
+    }
+}

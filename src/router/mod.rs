@@ -1,0 +1,4 @@
+//! Routing (method, path) to a route index; built once at startup.
+
+pub mod params;
+pub mod tree;
