@@ -1,0 +1,1317 @@
+//! Sans-IO parser for the head of an HTTP/1.1 request (RFC 9112 sections 2-6).
+//!
+//! # Theory
+//!
+//! The parser keeps no state between calls. It is handed everything the connection
+//! has buffered and answers one of three things:
+//!
+//! - `Ok(Some(head))`: `buf[..head.len]` is a complete, valid head. Every range in
+//!   `head` points into `buf`; the body (framed by `head.body`) and any pipelined
+//!   request start at `head.len`.
+//! - `Ok(None)`: no verdict yet; call again with more bytes. Only returned while
+//!   every complete line seen so far is valid and no limit is already certain to be
+//!   exceeded, so a client cannot park an oversized or malformed head in our buffer.
+//! - `Err(e)`: answer `e.status()` and close. Nothing after this point in the buffer
+//!   may be processed: once framing is in doubt the next "request" could be the tail
+//!   of a smuggled one.
+//!
+//! Re-parsing from the start after `Ok(None)` costs at most the limits (a head is
+//! capped at `max_start_line + max_header_bytes`), and in the common case the whole
+//! head arrives in one read and is parsed once.
+//!
+//! # Why strict
+//!
+//! A proxy in front of us and this parser must agree byte for byte on where each
+//! request ends. Every place the RFCs let implementations differ (two lengths, a
+//! coding before `chunked`, whitespace before the colon, obs-fold, bare CR or LF) is a
+//! place two parsers can disagree, so each is a 400 here rather than a guess. Where
+//! we are stricter than RFC 9110/9112 or h11 the rule says so in a comment.
+//!
+//! # Speed
+//!
+//! One pass: each part of a line is scanned with its byte class (one table lookup
+//! per byte, or 8 bytes per step for the long runs: targets and values) and must stop
+//! exactly at the byte the grammar expects next, so finding the line end and
+//! validating the line are the same loop, and no scan ever looks past the limit.
+//! Nothing is copied and no `String` is built; the only allocation is the headers
+//! `Vec`, which `parse_head_into` recycles.
+
+use std::net::Ipv6Addr;
+use std::ops::Range;
+
+use memchr::memchr;
+
+use super::error::ParseError;
+use super::limits::Limits;
+
+/// RFC 9112 section 2.2 lets a server ignore "at least one" empty line before the
+/// request line (old clients send a CRLF after a POST body). We skip this many and
+/// reject more, so a stream of CRLFs cannot keep a connection busy for free.
+const MAX_LEADING_EMPTY_LINES: usize = 4;
+
+/// The HTTP versions we speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    Http10,
+    Http11,
+}
+
+/// How the body that follows the head is framed (RFC 9112 section 6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    /// No body: no framing header, or `Content-Length: 0`.
+    Empty,
+    /// Exactly this many bytes (never 0, never above `max_body_bytes`).
+    Length(u64),
+    /// `Transfer-Encoding: chunked`; decode with `body::ChunkedDecoder`.
+    Chunked,
+}
+
+/// One header field line, as offsets into the buffer given to the parser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderSpan {
+    pub name: Range<usize>,
+    /// Leading and trailing OWS already stripped; may be empty.
+    pub value: Range<usize>,
+}
+
+/// A parsed request head. Ranges are offsets into the parsed buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    pub method: Range<usize>,
+    pub target: Range<usize>,
+    pub version: Version,
+    pub headers: Vec<HeaderSpan>,
+    pub body: BodyKind,
+    /// 1.1: true unless Connection has `close`; 1.0: true only with `keep-alive`
+    /// (and no `close`).
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` on an HTTP/1.1 request. RFC 9110 section 10.1.1 says to
+    /// ignore it on 1.0. Other expectations are ignored too (as h11 does) instead of
+    /// a 417: the handler still sees the header and may refuse.
+    pub expect_continue: bool,
+    /// HTTP/1.1, Connection has the `upgrade` token and a non-empty Upgrade header is
+    /// present (RFC 9110 section 7.8 says to ignore Upgrade on 1.0).
+    pub upgrade: bool,
+    /// Bytes consumed by the head, including skipped leading empty lines and the
+    /// final CRLF CRLF.
+    pub len: usize,
+}
+
+/// Parses a request head from the start of `buf`; see the module docs for the three
+/// possible answers.
+///
+/// # Errors
+///
+/// The request is invalid or over a limit; answer `status()` and close.
+pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Option<Head>, ParseError> {
+    parse_head_into(buf, limits, &mut Vec::new())
+}
+
+/// Like [`parse_head`], but fills `headers` (cleared first) so its allocation can be
+/// reused. On `Ok(Some(head))` the filled vector moves into `head.headers` and
+/// `headers` is left empty; hand `head.headers` back (`spare = head.headers`) once
+/// done with the request to parse the next one without allocating.
+///
+/// # Errors
+///
+/// The request is invalid or over a limit; answer `status()` and close.
+pub fn parse_head_into(
+    buf: &[u8],
+    limits: &Limits,
+    headers: &mut Vec<HeaderSpan>,
+) -> Result<Option<Head>, ParseError> {
+    headers.clear();
+    let Some(line_start) = skip_empty_lines(buf)? else {
+        return Ok(None);
+    };
+    let Some(line) = parse_request_line(buf, line_start, limits)? else {
+        return Ok(None);
+    };
+    let mut fields = Fields::new(line.version);
+    let Some(len) = parse_fields(buf, line.end, limits, headers, &mut fields)? else {
+        return Ok(None);
+    };
+    let body = fields.body(limits)?;
+    Ok(Some(Head {
+        method: line.method,
+        target: line.target,
+        version: line.version,
+        headers: std::mem::take(headers),
+        body,
+        keep_alive: fields.keep_alive(),
+        expect_continue: fields.expect_continue,
+        upgrade: fields.upgrade(),
+        len,
+    }))
+}
+
+// ---------------------------------------------------------------------------------
+// Byte classes: one 256-entry table, one lookup per byte on the hot path. Shared with
+// body.rs, which validates chunk extensions and trailers with the same rules.
+
+/// tchar, RFC 9110 section 5.6.2: methods, field names, list tokens.
+pub(super) const TCHAR: u8 = 1;
+/// field-vchar, SP, HTAB (RFC 9110 section 5.5): header and trailer values.
+pub(super) const FIELD_VALUE: u8 = 1 << 1;
+/// Visible ASCII 0x21-0x7E: the request target.
+const TARGET: u8 = 1 << 2;
+/// reg-name characters (RFC 3986 section 3.2.2) other than `%`.
+const REG_NAME: u8 = 1 << 3;
+/// qdtext, RFC 9110 section 5.6.4: inside a quoted-string.
+pub(super) const QDTEXT: u8 = 1 << 4;
+
+static CLASS: [u8; 256] = build_classes();
+
+const fn build_classes() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let alnum = matches!(b, 0x30..=0x39 | 0x41..=0x5A | 0x61..=0x7A);
+        if alnum {
+            t[b] |= TCHAR | REG_NAME;
+        }
+        if matches!(b, 0x09 | 0x20..=0x7E | 0x80..=0xFF) {
+            t[b] |= FIELD_VALUE;
+        }
+        if matches!(b, 0x21..=0x7E) {
+            t[b] |= TARGET;
+        }
+        // qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text
+        if matches!(b, 0x09 | 0x20 | 0x21 | 0x23..=0x5B | 0x5D..=0x7E | 0x80..=0xFF) {
+            t[b] |= QDTEXT;
+        }
+        b += 1;
+    }
+    t = mark(t, b"!#$%&'*+-.^_`|~", TCHAR);
+    mark(t, b"-._~!$&'()*+,;=", REG_NAME)
+}
+
+const fn mark(mut table: [u8; 256], bytes: &[u8], class: u8) -> [u8; 256] {
+    let mut i = 0;
+    while i < bytes.len() {
+        table[bytes[i] as usize] |= class;
+        i += 1;
+    }
+    table
+}
+
+#[inline]
+pub(super) fn has_class(b: u8, class: u8) -> bool {
+    CLASS[usize::from(b)] & class != 0
+}
+
+/// Index of the first byte at or after `from` not in `class` (or `buf.len()`).
+#[inline]
+fn scan(buf: &[u8], from: usize, class: u8) -> usize {
+    buf[from..]
+        .iter()
+        .position(|&b| !has_class(b, class))
+        .map_or(buf.len(), |i| from + i)
+}
+
+/// Like `scan`, but steps 8 bytes at a time while `plain` vouches that every byte of
+/// the little-endian word is in `class`; a word it cannot vouch for (a tab, say, or
+/// the terminator) is looked at byte by byte. Values and targets are the long runs
+/// of a head, and this is where the parser spends its time.
+#[inline]
+fn scan_words(buf: &[u8], from: usize, class: u8, plain: fn(u64) -> bool) -> usize {
+    let mut i = from;
+    loop {
+        while let Some(Ok(word)) = buf.get(i..i + 8).map(<[u8; 8]>::try_from) {
+            if !plain(u64::from_le_bytes(word)) {
+                break;
+            }
+            i += 8;
+        }
+        let end = buf.len().min(i + 8);
+        match buf[i..end].iter().position(|&b| !has_class(b, class)) {
+            Some(p) => return i + p,
+            None if end == buf.len() => return end,
+            None => i = end,
+        }
+    }
+}
+
+// SWAR tests from "Bit Twiddling Hacks" (hasless / hasmore): exact as yes/no answers
+// for n <= 128 and n <= 127 respectively, which is all `plain` needs.
+const ONES: u64 = u64::from_ne_bytes([1; 8]);
+const HIGH_BITS: u64 = ONES * 0x80;
+
+#[inline]
+fn has_byte_below(x: u64, n: u8) -> bool {
+    x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH_BITS != 0
+}
+
+#[inline]
+fn has_byte_above(x: u64, n: u8) -> bool {
+    (x.wrapping_add(ONES * u64::from(127 - n)) | x) & HIGH_BITS != 0
+}
+
+/// All 8 bytes are 0x20-0x7E or 0x80-0xFF: field-value bytes (HTAB goes the slow way).
+fn plain_field_value(x: u64) -> bool {
+    !has_byte_below(x, 0x20) && !has_byte_below(x ^ (ONES * 0x7F), 1)
+}
+
+/// All 8 bytes are 0x21-0x7E: request-target bytes.
+fn plain_target(x: u64) -> bool {
+    !has_byte_below(x, 0x21) && !has_byte_above(x, 0x7E)
+}
+
+fn is_token(s: &[u8]) -> bool {
+    !s.is_empty() && s.iter().all(|&b| has_class(b, TCHAR))
+}
+
+fn bad(reason: &'static str) -> ParseError {
+    ParseError::BadRequest(reason)
+}
+
+/// Names the framing-critical bytes (NUL, CR) when one made a line invalid, so logs
+/// say "bare CR" rather than a generic reason.
+#[cold]
+fn invalid_byte(b: u8, otherwise: &'static str) -> ParseError {
+    match b {
+        0 => bad("NUL byte in request head"),
+        b'\r' => bad("bare CR in request head"),
+        b'\n' => bad("bare LF in request head"),
+        _ => bad(otherwise),
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Request line.
+
+/// Skips up to `MAX_LEADING_EMPTY_LINES` CRLFs; returns where the request line starts.
+fn skip_empty_lines(buf: &[u8]) -> Result<Option<usize>, ParseError> {
+    let mut pos = 0;
+    let mut skipped = 0;
+    loop {
+        match (buf.get(pos), buf.get(pos + 1)) {
+            (None, _) | (Some(b'\r'), None) => return Ok(None),
+            (Some(b'\r'), Some(b'\n')) => {
+                if skipped == MAX_LEADING_EMPTY_LINES {
+                    return Err(bad("too many empty lines before the request line"));
+                }
+                skipped += 1;
+                pos += 2;
+            }
+            (Some(b'\r'), Some(_)) => return Err(bad("bare CR in request head")),
+            (Some(b'\n'), _) => return Err(bad("bare LF in request head")),
+            _ => return Ok(Some(pos)),
+        }
+    }
+}
+
+/// The parts of a request line, and the index just past its LF.
+struct RequestLine {
+    method: Range<usize>,
+    target: Range<usize>,
+    version: Version,
+    end: usize,
+}
+
+/// What a CR found at `cr` in `line` turns out to be, once the next byte is known.
+enum AtCr {
+    /// CRLF: the line ends here.
+    LineEnd,
+    /// The CR is the last byte we may look at; wait for more.
+    NeedMore,
+    /// Anything but LF follows.
+    BareCr,
+}
+
+fn at_cr(line: &[u8], cr: usize) -> AtCr {
+    match line.get(cr + 1) {
+        Some(b'\n') => AtCr::LineEnd,
+        None => AtCr::NeedMore,
+        Some(_) => AtCr::BareCr,
+    }
+}
+
+/// `method SP request-target SP HTTP-version CRLF` from `start`, in one pass: each
+/// part is scanned with its byte class and must stop at the byte the grammar expects
+/// next. Running out of bytes mid-line is `Ok(None)`, unless the window stopped at
+/// the limit rather than at the end of `buf`: then the line cannot fit (414).
+/// Invalid bytes are rejected as soon as they arrive, so a TLS handshake on the
+/// plain port is answered at once instead of waiting for a timeout.
+fn parse_request_line(
+    buf: &[u8],
+    start: usize,
+    limits: &Limits,
+) -> Result<Option<RequestLine>, ParseError> {
+    // The line including CRLF may be max_start_line long: never look further,
+    // however much the client has sent.
+    let limit_end = start.saturating_add(limits.max_start_line);
+    let line = &buf[..buf.len().min(limit_end)];
+    let more = || {
+        if buf.len() >= limit_end {
+            Err(ParseError::UriTooLong)
+        } else {
+            Ok(None)
+        }
+    };
+    let method_end = scan(line, start, TCHAR);
+    match line.get(method_end) {
+        Some(b' ') if method_end > start => {}
+        None => return more(),
+        Some(b'\r') if method_end > start => {
+            return match at_cr(line, method_end) {
+                AtCr::LineEnd => Err(bad("missing request target")),
+                AtCr::NeedMore => more(),
+                AtCr::BareCr => Err(bad("bare CR in request head")),
+            }
+        }
+        Some(&b) => return Err(invalid_byte(b, "invalid method")),
+    }
+    let target_start = method_end + 1;
+    let target_end = scan_words(line, target_start, TARGET, plain_target);
+    match line.get(target_end) {
+        Some(b' ') if target_end > target_start => {}
+        Some(b' ') => return Err(bad("more than one space in request line")),
+        None => return more(),
+        Some(b'\r') if target_end > target_start => {
+            return match at_cr(line, target_end) {
+                // `GET /path` alone is an HTTP/0.9 request, which we do not speak.
+                AtCr::LineEnd => Err(bad("missing HTTP version")),
+                AtCr::NeedMore => more(),
+                AtCr::BareCr => Err(bad("bare CR in request head")),
+            };
+        }
+        Some(&b) => return Err(invalid_byte(b, "invalid request target")),
+    }
+    let version_start = target_end + 1;
+    let cr = scan(line, version_start, TARGET);
+    match line.get(cr) {
+        Some(b'\r') => {}
+        // No need to wait for the CR of something that is already not a version.
+        None if cr - version_start > 8 => return Err(bad("invalid HTTP version")),
+        None => return more(),
+        Some(&b) => return Err(invalid_byte(b, "invalid HTTP version")),
+    }
+    let version = parse_version(&line[version_start..cr])?;
+    match at_cr(line, cr) {
+        AtCr::LineEnd => {}
+        AtCr::NeedMore => return more(),
+        AtCr::BareCr => return Err(bad("bare CR in request head")),
+    }
+    check_target_form(&buf[start..method_end], &buf[target_start..target_end])?;
+    Ok(Some(RequestLine {
+        method: start..method_end,
+        target: target_start..target_end,
+        version,
+        end: cr + 2,
+    }))
+}
+
+fn parse_version(v: &[u8]) -> Result<Version, ParseError> {
+    match v {
+        b"HTTP/1.1" => Ok(Version::Http11),
+        b"HTTP/1.0" => Ok(Version::Http10),
+        // Well-formed but another version: 505 tells the client what went wrong.
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
+        {
+            Err(ParseError::VersionNotSupported)
+        }
+        _ => Err(bad("invalid HTTP version")),
+    }
+}
+
+/// RFC 9112 section 3.2: which target form goes with which method.
+fn check_target_form(method: &[u8], target: &[u8]) -> Result<(), ParseError> {
+    // Methods are case-sensitive (RFC 9110 section 9.1): `connect` is some other
+    // method, and its `host:port` target fails the absolute-form check below.
+    if method == b"CONNECT" {
+        return if valid_authority(target, true) {
+            Ok(())
+        } else {
+            Err(bad("CONNECT needs an authority-form target"))
+        };
+    }
+    match target {
+        [b'/', ..] => Ok(()),
+        b"*" if method == b"OPTIONS" => Ok(()),
+        b"*" => Err(bad("asterisk-form target is only for OPTIONS")),
+        _ if valid_absolute_form(target) => Ok(()),
+        _ => Err(bad("invalid request target")),
+    }
+}
+
+/// absolute-form, as a proxy would send it. Only http and https: we are an origin
+/// server, and RFC 9110 section 4.2 requires a non-empty host for both. Userinfo is
+/// rejected (RFC 9110 section 4.2.4 says to treat it as an error).
+fn valid_absolute_form(target: &[u8]) -> bool {
+    let rest = if starts_with_ignore_case(target, b"http://") {
+        &target[7..]
+    } else if starts_with_ignore_case(target, b"https://") {
+        &target[8..]
+    } else {
+        return false;
+    };
+    let authority_end = rest
+        .iter()
+        .position(|&b| b == b'/' || b == b'?')
+        .unwrap_or(rest.len());
+    valid_authority(&rest[..authority_end], false)
+}
+
+fn starts_with_ignore_case(s: &[u8], prefix: &[u8]) -> bool {
+    s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix)
+}
+
+/// `host [":" port]` with a non-empty host: reg-name (which covers IPv4) or
+/// `[IPv6]`. `IPvFuture` and zone identifiers are rejected; no client sends them.
+/// The port may be empty unless `port_required` (RFC 3986 `port = *DIGIT`; CONNECT
+/// needs a real one), and must be at most 65535.
+fn valid_authority(v: &[u8], port_required: bool) -> bool {
+    let (host_ok, port) = if let Some(rest) = v.strip_prefix(b"[") {
+        let Some(close) = memchr(b']', rest) else {
+            return false;
+        };
+        let port = match &rest[close + 1..] {
+            [] => None,
+            [b':', port @ ..] => Some(port),
+            _ => return false,
+        };
+        (is_ipv6(&rest[..close]), port)
+    } else {
+        match memchr(b':', v) {
+            Some(i) => (valid_reg_name(&v[..i]), Some(&v[i + 1..])),
+            None => (valid_reg_name(v), None),
+        }
+    };
+    host_ok
+        && match port {
+            None => !port_required,
+            Some(p) => valid_port(p, port_required),
+        }
+}
+
+fn is_ipv6(s: &[u8]) -> bool {
+    std::str::from_utf8(s).is_ok_and(|s| s.parse::<Ipv6Addr>().is_ok())
+}
+
+fn valid_reg_name(s: &[u8]) -> bool {
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == b'%' {
+            let hex = |j: usize| s.get(j).is_some_and(u8::is_ascii_hexdigit);
+            if !(hex(i + 1) && hex(i + 2)) {
+                return false;
+            }
+            i += 3;
+        } else if has_class(s[i], REG_NAME) {
+            i += 1;
+        } else {
+            return false;
+        }
+    }
+    !s.is_empty()
+}
+
+fn valid_port(p: &[u8], required: bool) -> bool {
+    if p.is_empty() {
+        return !required;
+    }
+    // At most 5 digits, so the value cannot overflow a u32.
+    p.len() <= 5
+        && p.iter().all(u8::is_ascii_digit)
+        && p.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0')) <= 65535
+}
+
+// ---------------------------------------------------------------------------------
+// Header fields.
+
+/// Parses field lines from `start` up to and including the empty line that ends the
+/// head; returns the index just past it. One pass, like the request line: the name
+/// must stop at `:`, the value at CR, the CR be followed by LF.
+fn parse_fields(
+    buf: &[u8],
+    start: usize,
+    limits: &Limits,
+    headers: &mut Vec<HeaderSpan>,
+    fields: &mut Fields,
+) -> Result<Option<usize>, ParseError> {
+    // The whole header section, final CRLF included, must end before limit_end.
+    let limit_end = start.saturating_add(limits.max_header_bytes);
+    let section = &buf[..buf.len().min(limit_end)];
+    let more = || {
+        if buf.len() >= limit_end {
+            Err(ParseError::HeaderFieldsTooLarge)
+        } else {
+            Ok(None)
+        }
+    };
+    let mut pos = start;
+    loop {
+        let name_end = scan(section, pos, TCHAR);
+        match section.get(name_end) {
+            Some(b':') if name_end > pos => {}
+            None => return more(),
+            Some(b'\r') => {
+                return match at_cr(section, name_end) {
+                    AtCr::LineEnd if name_end == pos => Ok(Some(pos + 2)),
+                    AtCr::LineEnd => Err(bad("header line without colon")),
+                    AtCr::NeedMore => more(),
+                    AtCr::BareCr => Err(bad("bare CR in request head")),
+                }
+            }
+            Some(b':') => return Err(bad("empty header name")),
+            // RFC 9112 section 5.2 lets a server replace obs-fold with SP; we reject,
+            // which also covers whitespace between the request line and the first
+            // field (section 2.2).
+            Some(b' ' | b'\t') if name_end == pos => return Err(bad("obs-fold in header")),
+            // RFC 9112 section 5.1: MUST be rejected (a smuggling vector).
+            Some(b' ' | b'\t') => return Err(bad("whitespace before colon in header")),
+            Some(&b) => return Err(invalid_byte(b, "invalid header name")),
+        }
+        if headers.len() == limits.max_header_count {
+            return Err(ParseError::HeaderFieldsTooLarge);
+        }
+        let mut value_start = name_end + 1;
+        let cr = scan_words(section, value_start, FIELD_VALUE, plain_field_value);
+        match section.get(cr) {
+            Some(b'\r') => {}
+            None => return more(),
+            Some(&b) => return Err(invalid_byte(b, "invalid byte in header value")),
+        }
+        match at_cr(section, cr) {
+            AtCr::LineEnd => {}
+            AtCr::NeedMore => return more(),
+            AtCr::BareCr => return Err(bad("bare CR in request head")),
+        }
+        let mut value_end = cr;
+        while value_start < value_end && matches!(buf[value_start], b' ' | b'\t') {
+            value_start += 1;
+        }
+        while value_end > value_start && matches!(buf[value_end - 1], b' ' | b'\t') {
+            value_end -= 1;
+        }
+        fields.on_field(&buf[pos..name_end], &buf[value_start..value_end])?;
+        headers.push(HeaderSpan {
+            name: pos..name_end,
+            value: value_start..value_end,
+        });
+        pos = cr + 2;
+    }
+}
+
+/// Elements of a comma-separated list (RFC 9110 section 5.6.1) with OWS trimmed;
+/// empty elements come out as empty slices for the caller to judge.
+fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value.split(|&b| b == b',').map(trim_ows)
+}
+
+fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// What the header fields decide about the request, gathered line by line and judged
+/// once the head is complete (`body`), so the order of the fields does not matter.
+#[allow(clippy::struct_excessive_bools)] // each bool is one independent fact set by one field
+struct Fields {
+    version: Version,
+    host: bool,
+    content_length: Option<u64>,
+    transfer_encoding: bool,
+    chunked_count: u32,
+    chunked_last: bool,
+    other_coding: bool,
+    close: bool,
+    keep_alive: bool,
+    connection_upgrade: bool,
+    upgrade: bool,
+    expect_continue: bool,
+}
+
+impl Fields {
+    fn new(version: Version) -> Self {
+        Self {
+            version,
+            host: false,
+            content_length: None,
+            transfer_encoding: false,
+            chunked_count: 0,
+            chunked_last: false,
+            other_coding: false,
+            close: false,
+            keep_alive: false,
+            connection_upgrade: false,
+            upgrade: false,
+            expect_continue: false,
+        }
+    }
+
+    fn on_field(&mut self, name: &[u8], value: &[u8]) -> Result<(), ParseError> {
+        // Dispatch on length first: most fields are none of these and are ruled out
+        // by one integer compare.
+        match name.len() {
+            4 if name.eq_ignore_ascii_case(b"host") => self.on_host(value),
+            6 if name.eq_ignore_ascii_case(b"expect") => {
+                self.expect_continue |= self.version == Version::Http11
+                    && list_elements(value).any(|e| e.eq_ignore_ascii_case(b"100-continue"));
+                Ok(())
+            }
+            7 if name.eq_ignore_ascii_case(b"upgrade") => {
+                self.upgrade |= !value.is_empty();
+                Ok(())
+            }
+            10 if name.eq_ignore_ascii_case(b"connection") => self.on_connection(value),
+            14 if name.eq_ignore_ascii_case(b"content-length") => self.on_content_length(value),
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                self.on_transfer_encoding(value)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// RFC 9112 section 3.2: more than one Host, or an invalid one, is a 400 for any
+    /// version. An empty value is allowed (for targets without an authority).
+    fn on_host(&mut self, value: &[u8]) -> Result<(), ParseError> {
+        if self.host {
+            return Err(bad("more than one Host header"));
+        }
+        self.host = true;
+        if value.is_empty() || valid_authority(value, false) {
+            Ok(())
+        } else {
+            Err(bad("invalid Host header"))
+        }
+    }
+
+    fn on_connection(&mut self, value: &[u8]) -> Result<(), ParseError> {
+        for option in list_elements(value) {
+            if option.is_empty() {
+                // RFC 9110 section 5.6.1: recipients must accept empty elements.
+                continue;
+            }
+            if !is_token(option) {
+                return Err(bad("invalid Connection header"));
+            }
+            if option.eq_ignore_ascii_case(b"close") {
+                self.close = true;
+            } else if option.eq_ignore_ascii_case(b"keep-alive") {
+                self.keep_alive = true;
+            } else if option.eq_ignore_ascii_case(b"upgrade") {
+                self.connection_upgrade = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stricter than RFC 9112 section 6.3, which lets a recipient accept repeated
+    /// equal values (`5, 5` or two `5` lines): any second value is a 400, because a
+    /// lenient parser behind a strict one (or the reverse) is how smuggling starts.
+    fn on_content_length(&mut self, value: &[u8]) -> Result<(), ParseError> {
+        if self.content_length.is_some() {
+            return Err(bad("more than one Content-Length"));
+        }
+        // Digits by hand: a general integer parser would accept `+5` or `_`.
+        if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+            return Err(bad("invalid Content-Length"));
+        }
+        let mut n: u64 = 0;
+        for &d in value {
+            n = n
+                .checked_mul(10)
+                .and_then(|n| n.checked_add(u64::from(d - b'0')))
+                // A length that does not fit a u64 is certainly over the body limit.
+                .ok_or(ParseError::PayloadTooLarge)?;
+        }
+        self.content_length = Some(n);
+        Ok(())
+    }
+
+    /// Several Transfer-Encoding lines are one list in order (RFC 9110 section 5.3);
+    /// whether it is acceptable is judged in `body` once all are seen. Stricter than
+    /// RFC 9110 section 5.6.1: an empty list element here is a 400, not skipped.
+    fn on_transfer_encoding(&mut self, value: &[u8]) -> Result<(), ParseError> {
+        if self.version == Version::Http10 {
+            // RFC 9112 section 6.1: a 1.0 recipient might not understand it, and a
+            // proxy chain may disagree on framing; the RFC allows treating it as faulty.
+            return Err(bad("Transfer-Encoding in an HTTP/1.0 request"));
+        }
+        self.transfer_encoding = true;
+        for coding in list_elements(value) {
+            if !is_token(coding) {
+                return Err(bad("invalid Transfer-Encoding"));
+            }
+            self.chunked_last = coding.eq_ignore_ascii_case(b"chunked");
+            if self.chunked_last {
+                self.chunked_count = self.chunked_count.saturating_add(1);
+            } else {
+                self.other_coding = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// The framing verdict (RFC 9112 section 6.3). 400s come before 501 and 413:
+    /// a request we cannot frame is malformed before it is unsupported or too big.
+    fn body(&self, limits: &Limits) -> Result<BodyKind, ParseError> {
+        if self.version == Version::Http11 && !self.host {
+            return Err(bad("missing Host header"));
+        }
+        if self.transfer_encoding {
+            if self.content_length.is_some() {
+                return Err(bad("both Content-Length and Transfer-Encoding"));
+            }
+            if !self.chunked_last || self.chunked_count != 1 {
+                return Err(bad("chunked must be the final transfer coding, once"));
+            }
+            if self.other_coding {
+                return Err(ParseError::NotImplemented(
+                    "transfer coding not implemented",
+                ));
+            }
+            return Ok(BodyKind::Chunked);
+        }
+        match self.content_length {
+            None | Some(0) => Ok(BodyKind::Empty),
+            Some(n) if n > limits.max_body_bytes => Err(ParseError::PayloadTooLarge),
+            Some(n) => Ok(BodyKind::Length(n)),
+        }
+    }
+
+    /// RFC 9110 section 7.8: an Upgrade in an HTTP/1.0 request MUST be ignored.
+    fn upgrade(&self) -> bool {
+        self.version == Version::Http11 && self.connection_upgrade && self.upgrade
+    }
+
+    fn keep_alive(&self) -> bool {
+        match self.version {
+            Version::Http11 => !self.close,
+            Version::Http10 => self.keep_alive && !self.close,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::error::ParseError;
+    use super::super::limits::Limits;
+    use super::{parse_head, parse_head_into, BodyKind, Head, HeaderSpan, Version};
+
+    fn bad(reason: &'static str) -> ParseError {
+        ParseError::BadRequest(reason)
+    }
+
+    fn ok(raw: &[u8]) -> Head {
+        match parse_head(raw, &Limits::default()) {
+            Ok(Some(head)) => head,
+            other => panic!("{:?}: {other:?}", String::from_utf8_lossy(raw)),
+        }
+    }
+
+    fn s(buf: &[u8], r: std::ops::Range<usize>) -> &str {
+        std::str::from_utf8(&buf[r]).unwrap()
+    }
+
+    /// One valid request and what the parser must make of it.
+    struct Good {
+        raw: &'static [u8],
+        method: &'static str,
+        target: &'static str,
+        version: Version,
+        body: BodyKind,
+        keep_alive: bool,
+        expect_continue: bool,
+        upgrade: bool,
+    }
+
+    const fn good(raw: &'static [u8], method: &'static str, target: &'static str) -> Good {
+        Good {
+            raw,
+            method,
+            target,
+            version: Version::Http11,
+            body: BodyKind::Empty,
+            keep_alive: true,
+            expect_continue: false,
+            upgrade: false,
+        }
+    }
+
+    fn good_table() -> Vec<Good> {
+        use BodyKind::{Chunked, Length};
+        use Version::Http10;
+        vec![
+            good(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "GET", "/"),
+            good(b"GET /p?q=1&r=%20 HTTP/1.1\r\nHost: example.com:8080\r\n\r\n", "GET", "/p?q=1&r=%20"),
+            // Any token is a method; methods are case-sensitive, so this is not GET.
+            good(b"get / HTTP/1.1\r\nHost: a\r\n\r\n", "get", "/"),
+            good(b"M-SEARCH!#$%&'*+.^_`|~ / HTTP/1.1\r\nHost: a\r\n\r\n", "M-SEARCH!#$%&'*+.^_`|~", "/"),
+            Good { body: Length(5), ..good(b"POST /f HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello", "POST", "/f") },
+            Good { body: Length(7), ..good(b"POST / HTTP/1.1\r\nHost: a\r\ncontent-length: 007\r\n\r\n", "POST", "/") },
+            good(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", "POST", "/"),
+            Good { body: Chunked, ..good(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", "POST", "/") },
+            Good { body: Chunked, ..good(b"POST / HTTP/1.1\r\nHost: a\r\nTRANSFER-ENCODING:  Chunked \r\n\r\n", "POST", "/") },
+            Good { version: Http10, keep_alive: false, ..good(b"GET / HTTP/1.0\r\n\r\n", "GET", "/") },
+            Good { version: Http10, ..good(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", "GET", "/") },
+            Good { version: Http10, keep_alive: false, ..good(b"GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n", "GET", "/") },
+            Good { keep_alive: false, ..good(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", "GET", "/") },
+            Good { keep_alive: false, ..good(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: foo, , CLOSE,\r\n\r\n", "GET", "/") },
+            Good { upgrade: true, ..good(b"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n\r\n", "GET", "/ws") },
+            good(b"GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\n", "GET", "/ws"),
+            good(b"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade:\r\n\r\n", "GET", "/ws"),
+            Good { version: Version::Http10, ..good(b"GET /ws HTTP/1.0\r\nConnection: upgrade, keep-alive\r\nUpgrade: websocket\r\n\r\n", "GET", "/ws") },
+            Good { expect_continue: true, body: Length(3), ..good(b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 3\r\n\r\n", "PUT", "/") },
+            // Unknown expectations are ignored (like h11), 100-continue in 1.0 too.
+            good(b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: something-else\r\n\r\n", "PUT", "/"),
+            Good { version: Http10, keep_alive: false, ..good(b"PUT / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n", "PUT", "/") },
+            good(b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", "OPTIONS", "*"),
+            good(b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", "CONNECT", "example.com:443"),
+            good(b"CONNECT [::1]:443 HTTP/1.1\r\nHost: [::1]:443\r\n\r\n", "CONNECT", "[::1]:443"),
+            good(b"GET http://example.com/x?y HTTP/1.1\r\nHost: example.com\r\n\r\n", "GET", "http://example.com/x?y"),
+            good(b"GET HTTPS://EXAMPLE.com:8443 HTTP/1.1\r\nHost: ignored\r\n\r\n", "GET", "HTTPS://EXAMPLE.com:8443"),
+            good(b"GET / HTTP/1.1\r\nHost: \r\n\r\n", "GET", "/"),
+            good(b"GET / HTTP/1.1\r\nHost: [2001:db8::1]:80\r\n\r\n", "GET", "/"),
+            good(b"GET / HTTP/1.1\r\nHost: 10.0.0.1:\r\n\r\n", "GET", "/"),
+            good(b"GET / HTTP/1.1\r\nHost: xn--bcher-kva.example%2D1\r\n\r\n", "GET", "/"),
+            // RFC 9112 section 2.2: leading empty lines are skipped (up to 4).
+            good(b"\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", "GET", "/"),
+            good(b"GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\nX-Bin: caf\xc3\xa9 \x80\xff\r\n\r\n", "GET", "/"),
+        ]
+    }
+
+    #[test]
+    fn accepts_valid_requests() {
+        for case in good_table() {
+            let head = ok(case.raw);
+            let what = String::from_utf8_lossy(case.raw);
+            assert_eq!(s(case.raw, head.method.clone()), case.method, "{what}");
+            assert_eq!(s(case.raw, head.target.clone()), case.target, "{what}");
+            assert_eq!(head.version, case.version, "{what}");
+            assert_eq!(head.body, case.body, "{what}");
+            assert_eq!(head.keep_alive, case.keep_alive, "{what}");
+            assert_eq!(head.expect_continue, case.expect_continue, "{what}");
+            assert_eq!(head.upgrade, case.upgrade, "{what}");
+            let skipped = case
+                .raw
+                .iter()
+                .position(|&b| b != b'\r' && b != b'\n')
+                .unwrap();
+            let end = skipped
+                + case.raw[skipped..]
+                    .windows(4)
+                    .position(|w| w == b"\r\n\r\n")
+                    .unwrap()
+                + 4;
+            assert_eq!(head.len, end, "{what}");
+        }
+    }
+
+    #[test]
+    fn every_proper_prefix_of_a_valid_request_needs_more_data() {
+        for case in good_table() {
+            let len = ok(case.raw).len;
+            for cut in 0..len {
+                assert_eq!(
+                    parse_head(&case.raw[..cut], &Limits::default()),
+                    Ok(None),
+                    "{:?} cut at {cut}",
+                    String::from_utf8_lossy(case.raw)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn header_spans_point_at_trimmed_values() {
+        let raw = b"GET / HTTP/1.1\r\nHost:a\r\nX-A: \t spaced \t \r\nX-Empty:  \r\nX-B:v\r\n\r\n";
+        let head = ok(raw);
+        let got: Vec<(&str, &str)> = head
+            .headers
+            .iter()
+            .map(|h| (s(raw, h.name.clone()), s(raw, h.value.clone())))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Host", "a"),
+                ("X-A", "spaced"),
+                ("X-Empty", ""),
+                ("X-B", "v")
+            ]
+        );
+    }
+
+    #[test]
+    fn pipelined_requests_stop_at_the_next_one() {
+        let raw = b"GET /1 HTTP/1.1\r\nHost: a\r\n\r\nPOST /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhiGET /3 HTTP/1.1\r\nHost: a\r\n\r\nGET /4 HT";
+        let mut pos = 0;
+        let mut targets = Vec::new();
+        let mut spare = Vec::new();
+        while let Some(head) = parse_head_into(&raw[pos..], &Limits::default(), &mut spare).unwrap()
+        {
+            targets.push(s(&raw[pos..], head.target.clone()).to_owned());
+            pos += head.len;
+            if let BodyKind::Length(n) = head.body {
+                pos += usize::try_from(n).unwrap();
+            }
+            spare = head.headers;
+        }
+        assert_eq!(targets, ["/1", "/2", "/3"]);
+        assert_eq!(&raw[pos..], b"GET /4 HT");
+    }
+
+    #[test]
+    fn parse_head_into_reuses_the_vector() {
+        let raw = b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n";
+        let mut spare: Vec<HeaderSpan> = Vec::with_capacity(32);
+        let ptr = spare.as_ptr();
+        let head = parse_head_into(raw, &Limits::default(), &mut spare)
+            .unwrap()
+            .unwrap();
+        assert_eq!(head.headers.as_ptr(), ptr);
+        assert_eq!(head.headers.len(), 3);
+        assert!(spare.is_empty());
+    }
+
+    /// Requests that must be rejected, and with what.
+    fn bad_table() -> Vec<(&'static [u8], ParseError)> {
+        use ParseError::{NotImplemented, PayloadTooLarge, VersionNotSupported};
+        let unimpl = NotImplemented("transfer coding not implemented");
+        let te_order = bad("chunked must be the final transfer coding, once");
+        let bad_cl = bad("invalid Content-Length");
+        let bad_host = bad("invalid Host header");
+        let bad_te = bad("invalid Transfer-Encoding");
+        vec![
+            // Request line.
+            (b"G@T / HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid method")),
+            (b" GET / HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid method")),
+            (b"GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid method")),
+            (b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", bad("more than one space in request line")),
+            (b"GET /  HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid HTTP version")),
+            (b"GET / HTTP/1.1 \r\nHost: a\r\n\r\n", bad("invalid HTTP version")),
+            (b"GET /a\x7f HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid request target")),
+            (b"GET /caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid request target")),
+            (b"GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid request target")),
+            (b"GET /\x00 HTTP/1.1\r\nHost: a\r\n\r\n", bad("NUL byte in request head")),
+            (b"GET /\r HTTP/1.1\r\nHost: a\r\n\r\n", bad("bare CR in request head")),
+            (b"GET / HTTP/1.1\rX\r\nHost: a\r\n\r\n", bad("bare CR in request head")),
+            (b"GET / HTTP/1.1\nHost: a\r\n\r\n", bad("bare LF in request head")),
+            (b"GET /\r\n\r\n", bad("missing HTTP version")),
+            (b"GET\r\n\r\n", bad("missing request target")),
+            (b"GET / http/1.1\r\nHost: a\r\n\r\n", bad("invalid HTTP version")),
+            (b"GET / HTTP/1.10\r\nHost: a\r\n\r\n", bad("invalid HTTP version")),
+            (b"GET / HTTP/1\r\nHost: a\r\n\r\n", bad("invalid HTTP version")),
+            (b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", VersionNotSupported),
+            (b"GET / HTTP/1.2\r\nHost: a\r\n\r\n", VersionNotSupported),
+            (b"GET / HTTP/0.9\r\n\r\n", VersionNotSupported),
+            // Target forms.
+            (b"GET * HTTP/1.1\r\nHost: a\r\n\r\n", bad("asterisk-form target is only for OPTIONS")),
+            (b"OPTIONS *x HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid request target")),
+            (b"CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n", bad("CONNECT needs an authority-form target")),
+            (b"CONNECT example.com HTTP/1.1\r\nHost: a\r\n\r\n", bad("CONNECT needs an authority-form target")),
+            (b"CONNECT example.com: HTTP/1.1\r\nHost: a\r\n\r\n", bad("CONNECT needs an authority-form target")),
+            (b"GET example.com:443 HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid request target")),
+            (b"GET ftp://example.com/ HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid request target")),
+            (b"GET http://user@example.com/ HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid request target")),
+            (b"GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid request target")),
+            // Line endings before the request line.
+            (b"\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", bad("too many empty lines before the request line")),
+            (b"\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", bad("bare LF in request head")),
+            (b"\r\rGET / HTTP/1.1\r\nHost: a\r\n\r\n", bad("bare CR in request head")),
+            // Field lines.
+            (b"GET / HTTP/1.1\r\nHost: a\nX: y\r\n\r\n", bad("bare LF in request head")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\n\n", bad("bare LF in request head")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n", bad("bare CR in request head")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x00b\r\n\r\n", bad("NUL byte in request head")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x01b\r\n\r\n", bad("invalid byte in header value")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX: \x7f\r\n\r\n", bad("invalid byte in header value")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX : y\r\n\r\n", bad("whitespace before colon in header")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX\t: y\r\n\r\n", bad("whitespace before colon in header")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX: y\r\n folded\r\n\r\n", bad("obs-fold in header")),
+            (b"GET / HTTP/1.1\r\n\tHost: a\r\n\r\n", bad("obs-fold in header")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\n: v\r\n\r\n", bad("empty header name")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nNoColon\r\n\r\n", bad("header line without colon")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX(Y): v\r\n\r\n", bad("invalid header name")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX\x00: v\r\n\r\n", bad("NUL byte in request head")),
+            // Host.
+            (b"GET / HTTP/1.1\r\n\r\n", bad("missing Host header")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", bad("more than one Host header")),
+            (b"GET / HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n", bad("more than one Host header")),
+            (b"GET / HTTP/1.1\r\nHost: exa mple.com\r\n\r\n", bad_host.clone()),
+            (b"GET / HTTP/1.1\r\nHost: a@b\r\n\r\n", bad_host.clone()),
+            (b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", bad_host.clone()),
+            (b"GET / HTTP/1.1\r\nHost: :80\r\n\r\n", bad_host.clone()),
+            (b"GET / HTTP/1.1\r\nHost: a:8x\r\n\r\n", bad_host.clone()),
+            (b"GET / HTTP/1.1\r\nHost: a:65536\r\n\r\n", bad_host.clone()),
+            (b"GET / HTTP/1.1\r\nHost: a:1:2\r\n\r\n", bad_host.clone()),
+            (b"GET / HTTP/1.1\r\nHost: a%2\r\n\r\n", bad_host.clone()),
+            (b"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", bad_host.clone()),
+            (b"GET / HTTP/1.1\r\nHost: [zz::1]\r\n\r\n", bad_host.clone()),
+            (b"GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", bad_host),
+            // Content-Length: digits by hand, one value, under the limit.
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n", bad_cl.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -5\r\n\r\n", bad_cl.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x5\r\n\r\n", bad_cl.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5_0\r\n\r\n", bad_cl.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5 0\r\n\r\n", bad_cl.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n", bad_cl.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5,5\r\n\r\n", bad_cl.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n", bad_cl),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", bad("more than one Content-Length")),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10485761\r\n\r\n", PayloadTooLarge),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n", PayloadTooLarge),
+            // Transfer-Encoding.
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", bad("both Content-Length and Transfer-Encoding")),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", bad("both Content-Length and Transfer-Encoding")),
+            (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", bad("Transfer-Encoding in an HTTP/1.0 request")),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", unimpl.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity, chunked\r\n\r\n", unimpl.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n", unimpl),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", te_order.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", te_order.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", te_order.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", te_order.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n", te_order),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n", bad_te.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ,\r\n\r\n", bad_te.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked,\r\n\r\n", bad_te.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked;q=1\r\n\r\n", bad_te.clone()),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \"chunked\"\r\n\r\n", bad_te),
+            // Connection.
+            (b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close, @\r\n\r\n", bad("invalid Connection header")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nConnection: clo se\r\n\r\n", bad("invalid Connection header")),
+        ]
+    }
+
+    #[test]
+    fn rejects_invalid_requests() {
+        let mut wrong = Vec::new();
+        for (raw, want) in bad_table() {
+            let got = parse_head(raw, &Limits::default());
+            if got != Err(want.clone()) {
+                wrong.push(format!(
+                    "{:?}: got {got:?}, want {want:?}",
+                    String::from_utf8_lossy(raw)
+                ));
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+
+    #[test]
+    fn errors_in_complete_lines_are_reported_before_the_head_ends() {
+        let table: &[(&[u8], ParseError)] = &[
+            (b"\x16\x03\x01\x02\x00", bad("invalid method")),
+            (b"GET /\x00", bad("NUL byte in request head")),
+            (b"GET /\r/", bad("bare CR in request head")),
+            (b"GET / HTTP/1.1\n", bad("bare LF in request head")),
+            (b"GET / HTTP/3.0\r\n", ParseError::VersionNotSupported),
+            (b"GET / HTTP/1.1111", bad("invalid HTTP version")),
+            (b"GET / HTTP/1.1\r\r", bad("bare CR in request head")),
+            (
+                b"GET / HTTP/1.1\r\nX: a\x00",
+                bad("NUL byte in request head"),
+            ),
+            (
+                b"GET / HTTP/1.1\r\nX: a\r\t",
+                bad("bare CR in request head"),
+            ),
+            (
+                b"GET / HTTP/1.1\r\nX : y\r\n",
+                bad("whitespace before colon in header"),
+            ),
+            (
+                b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\nHo",
+                bad("more than one Content-Length"),
+            ),
+        ];
+        for (raw, want) in table {
+            assert_eq!(
+                parse_head(raw, &Limits::default()),
+                Err(want.clone()),
+                "{raw:?}"
+            );
+        }
+    }
+
+    fn small_limits() -> Limits {
+        Limits {
+            max_start_line: 20,
+            max_header_count: 2,
+            max_header_bytes: 30,
+            max_body_bytes: 100,
+            ..Limits::default()
+        }
+    }
+
+    #[test]
+    fn limits_have_exact_edges_and_their_own_status() {
+        use ParseError::{HeaderFieldsTooLarge, PayloadTooLarge, UriTooLong};
+        // "GET /123456 HTTP/1.1\r\n" is 22 bytes; with Host "a" the fields are 11.
+        let l = Limits {
+            max_start_line: 22,
+            ..small_limits()
+        };
+        let table: &[(&Limits, &[u8], Result<(), ParseError>)] = &[
+            (&l, b"GET /123456 HTTP/1.1\r\nHost: a\r\n\r\n", Ok(())),
+            (
+                &l,
+                b"GET /1234567 HTTP/1.1\r\nHost: a\r\n\r\n",
+                Err(UriTooLong),
+            ),
+            // Incomplete: 22 bytes without an LF can only grow past the limit.
+            (&l, b"GET /1234567 HTTP/1.1\r", Err(UriTooLong)),
+            (&l, b"GET /1234567 HTTP/1.", Ok(())),
+            // Leading empty lines are not part of the request line.
+            (&l, b"\r\nGET /123456 HTTP/1.1\r\nHost: a\r\n\r\n", Ok(())),
+            // Header bytes: 30 exactly (9 + 19 + 2), then 31.
+            (
+                &l,
+                b"GET / HTTP/1.1\r\nHost: a\r\nX: 12345678901234\r\n\r\n",
+                Ok(()),
+            ),
+            (
+                &l,
+                b"GET / HTTP/1.1\r\nHost: a\r\nX: 123456789012345\r\n\r\n",
+                Err(HeaderFieldsTooLarge),
+            ),
+            (
+                &l,
+                b"GET / HTTP/1.1\r\nHost: a\r\nX: 123456789012345\r\n\r",
+                Err(HeaderFieldsTooLarge),
+            ),
+            (
+                &l,
+                b"GET / HTTP/1.1\r\nHost: a\r\nX: 12345678901234567890123",
+                Err(HeaderFieldsTooLarge),
+            ),
+            (
+                &l,
+                b"GET / HTTP/1.1\r\nHost: a\r\nX: 12345678901234\r\n\r",
+                Ok(()),
+            ),
+            // Header count: 2 allowed, 3 rejected, even before the head is complete.
+            (&l, b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\n\r\n", Ok(())),
+            (
+                &l,
+                b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n",
+                Err(HeaderFieldsTooLarge),
+            ),
+            (
+                &l,
+                b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n",
+                Err(HeaderFieldsTooLarge),
+            ),
+        ];
+        for (limits, raw, want) in table {
+            let got = parse_head(raw, limits).map(|_| ());
+            assert_eq!(&got, want, "{:?}", String::from_utf8_lossy(raw));
+        }
+        // Body: max_body_bytes allowed, one more rejected.
+        let body = |n: &str| format!("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: {n}\r\n\r\n");
+        let l = Limits {
+            max_body_bytes: 100,
+            ..Limits::default()
+        };
+        let got = parse_head(body("100").as_bytes(), &l).map(|h| h.map(|h| h.body));
+        assert_eq!(got, Ok(Some(BodyKind::Length(100))));
+        assert_eq!(parse_head(body("101").as_bytes(), &l), Err(PayloadTooLarge));
+        assert_eq!(
+            ok(body("10485760").as_bytes()).body,
+            BodyKind::Length(10_485_760)
+        );
+    }
+
+    #[test]
+    fn huge_buffers_are_not_scanned_past_the_limits() {
+        // A megabyte without an LF is judged from the first max_start_line bytes.
+        let mut raw = b"GET /".to_vec();
+        raw.resize(1 << 20, b'a');
+        assert_eq!(
+            parse_head(&raw, &Limits::default()),
+            Err(ParseError::UriTooLong)
+        );
+        let mut raw = b"GET / HTTP/1.1\r\nX: ".to_vec();
+        raw.resize(1 << 20, b'a');
+        assert_eq!(
+            parse_head(&raw, &Limits::default()),
+            Err(ParseError::HeaderFieldsTooLarge)
+        );
+    }
+
+    /// A small deterministic fuzzer: mutated valid requests must never panic, and a
+    /// head that parses must be self-consistent (in-bounds ranges, the same result
+    /// from exactly `buf[..len]`, and `Ok(None)` from any shorter prefix).
+    #[test]
+    fn mutated_requests_never_panic_and_parse_consistently() {
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let corpus = good_table();
+        let interesting = b"\r\n \t:,;\x00\x7f\x80/*?@[]0123456789aAzZ-_";
+        let limits = Limits::default();
+        for _ in 0..20_000 {
+            let mut raw = corpus[usize::try_from(next() % corpus.len() as u64).unwrap()]
+                .raw
+                .to_vec();
+            for _ in 0..=next() % 3 {
+                let at = usize::try_from(next() % (raw.len() as u64 + 1)).unwrap();
+                let byte = interesting[usize::try_from(next() % interesting.len() as u64).unwrap()];
+                match next() % 3 {
+                    0 if at < raw.len() => raw[at] = byte,
+                    1 if at < raw.len() => {
+                        raw.remove(at);
+                    }
+                    _ => raw.insert(at, byte),
+                }
+            }
+            if let Ok(Some(head)) = parse_head(&raw, &limits) {
+                assert!(head.len <= raw.len());
+                for r in [&head.method, &head.target]
+                    .into_iter()
+                    .chain(head.headers.iter().flat_map(|h| [&h.name, &h.value]))
+                {
+                    assert!(r.start <= r.end && r.end <= head.len);
+                }
+                assert_eq!(
+                    parse_head(&raw[..head.len], &limits),
+                    Ok(Some(head.clone()))
+                );
+                let cut = usize::try_from(next() % head.len as u64).unwrap();
+                assert_eq!(
+                    parse_head(&raw[..cut], &limits),
+                    Ok(None),
+                    "{raw:?} at {cut}"
+                );
+            }
+        }
+    }
+
+    /// Times parses of a typical small request. Run with
+    /// `cargo test --release -- --ignored --nocapture bench_parse`.
+    #[test]
+    #[ignore = "micro-benchmark; run explicitly in release mode"]
+    fn bench_parse() {
+        let raw = b"GET /api/items/42?page=2 HTTP/1.1\r\nHost: example.com:8080\r\nUser-Agent: wrk/4.2\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate\r\nConnection: keep-alive\r\n\r\n";
+        let limits = Limits::default();
+        let mut spare = Vec::with_capacity(16);
+        let n = 1_000_000u32;
+        let start = std::time::Instant::now();
+        for _ in 0..n {
+            let head = parse_head_into(std::hint::black_box(raw), &limits, &mut spare)
+                .unwrap()
+                .unwrap();
+            spare = std::hint::black_box(head).headers;
+        }
+        let ns = start.elapsed().as_nanos() / u128::from(n);
+        println!(
+            "parse_head_into: {ns} ns/parse ({} bytes, 5 headers)",
+            raw.len()
+        );
+    }
+}
