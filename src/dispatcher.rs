@@ -67,7 +67,9 @@ impl Dispatcher {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Py<Connection>>> {
         // A poisoned lock only means a panic happened while it was held; the map
         // itself is still consistent (inserts and removes are single calls).
-        self.connections.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.connections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn snapshot(&self, py: Python<'_>) -> Vec<Py<Connection>> {
@@ -90,7 +92,7 @@ impl Dispatcher {
 
 #[pymethods]
 impl Dispatcher {
-    /// routes: (methods, pattern, handler, is_async) in registration order.
+    /// `routes`: (methods, pattern, handler, `is_async`) in registration order.
     #[new]
     #[pyo3(signature = (
         routes, app, error_handler, *, server_header = Some("veter".to_owned()),
@@ -114,7 +116,9 @@ impl Dispatcher {
         eager_tasks: Option<bool>,
     ) -> PyResult<Self> {
         if !(keepalive_timeout.is_finite() && keepalive_timeout > 0.0) {
-            return Err(PyValueError::new_err("keepalive_timeout must be a positive number of seconds"));
+            return Err(PyValueError::new_err(
+                "keepalive_timeout must be a positive number of seconds",
+            ));
         }
         if max_pipelined == 0 {
             return Err(PyValueError::new_err("max_pipelined must be at least 1"));
@@ -122,14 +126,13 @@ impl Dispatcher {
         if let Some(h) = &server_header {
             crate::response::check_header_value("server", h)?;
         }
-        let mut router = Router::new();
+        let mut tree = Router::new();
         let mut table = Vec::with_capacity(routes.len());
         for (index, (methods, pattern, handler, is_async)) in routes.into_iter().enumerate() {
             let methods: Vec<&str> = methods.iter().map(String::as_str).collect();
-            router
-                .add(&methods, &pattern, index)
+            tree.add(&methods, &pattern, index)
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
-            let param_names = router
+            let param_names = tree
                 .param_names(index)
                 .iter()
                 .map(|n| PyString::intern(py, n).unbind())
@@ -144,7 +147,9 @@ impl Dispatcher {
         let supports_eager = py.version_info() >= (3, 12);
         let eager = match eager_tasks {
             Some(true) if !supports_eager => {
-                return Err(PyValueError::new_err("eager_tasks needs Python 3.12 or newer"));
+                return Err(PyValueError::new_err(
+                    "eager_tasks needs Python 3.12 or newer",
+                ));
             }
             Some(flag) => flag,
             None => supports_eager,
@@ -162,7 +167,7 @@ impl Dispatcher {
             ..Limits::default()
         };
         Ok(Dispatcher {
-            router,
+            router: tree,
             routes: table,
             limits,
             server_header,
@@ -179,8 +184,8 @@ impl Dispatcher {
     }
 
     /// The protocol factory: one `Connection` per accepted socket.
-    fn __call__(slf: Py<Self>) -> Connection {
-        Connection::new(slf)
+    fn __call__(slf: Py<Self>, py: Python<'_>) -> Connection {
+        Connection::new(py, slf)
     }
 
     #[getter]
@@ -210,7 +215,10 @@ impl Dispatcher {
     /// in-flight responses (sent with `Connection: close`). `on_drained` is called once
     /// no connection is left (at once if there is none).
     fn shutdown(&self, py: Python<'_>, on_drained: Py<PyAny>) -> PyResult<()> {
-        *self.on_drained.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(on_drained);
+        *self
+            .on_drained
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(on_drained);
         self.shutting_down.store(true, Ordering::Relaxed);
         for conn in self.snapshot(py) {
             Connection::close_when_idle(conn.bind(py))?;
@@ -233,7 +241,10 @@ impl Dispatcher {
 
 impl Dispatcher {
     /// Kwargs for `asyncio.Task(coro, **kwargs)` on one loop; built per connection.
-    pub fn task_kwargs<'py>(py: Python<'py>, event_loop: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    pub fn task_kwargs<'py>(
+        py: Python<'py>,
+        event_loop: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let kwargs = PyDict::new(py);
         kwargs.set_item("loop", event_loop)?;
         kwargs.set_item("eager_start", true)?;

@@ -38,8 +38,14 @@ use crate::router::params::ParamValue;
 use crate::router::tree::Lookup;
 
 enum BodyState {
-    Length { remaining: u64, data: Vec<u8> },
-    Chunked { decoder: ChunkedDecoder, data: Vec<u8> },
+    Length {
+        remaining: u64,
+        data: Vec<u8>,
+    },
+    Chunked {
+        decoder: ChunkedDecoder,
+        data: Vec<u8>,
+    },
 }
 
 struct Pending {
@@ -69,6 +75,7 @@ struct Actions {
 }
 
 #[pyclass(module = "veter._core", name = "Connection")]
+#[allow(clippy::struct_excessive_bools)] // each flag is one documented part of the state above
 pub struct Connection {
     disp: Py<Dispatcher>,
     id: u64,
@@ -95,7 +102,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(disp: Py<Dispatcher>) -> Self {
+    pub fn new(py: Python<'_>, disp: Py<Dispatcher>) -> Self {
         let id = disp.get().next_id();
         Connection {
             disp,
@@ -104,7 +111,7 @@ impl Connection {
             write: None,
             task_kwargs: None,
             create_task: None,
-            client: Python::attach(|py| py.None()),
+            client: py.None(),
             self_ref: None,
             buf: Vec::new(),
             reading: Reading::Head,
@@ -185,7 +192,11 @@ impl Connection {
     }
 
     fn framing_for(&self, head: &Head, is_head: bool) -> Framing {
-        let shutting = self.disp.get().shutting_down.load(std::sync::atomic::Ordering::Relaxed);
+        let shutting = self
+            .disp
+            .get()
+            .shutting_down
+            .load(std::sync::atomic::Ordering::Relaxed);
         Framing {
             http10: head.version == Version::Http10,
             keep_alive: head.keep_alive && !shutting,
@@ -194,14 +205,22 @@ impl Connection {
     }
 
     /// Parses and dispatches everything complete in `chunk[pos..]`.
-    fn process(&mut self, py: Python<'_>, chunk: &Bound<'_, PyBytes>, mut pos: usize) -> PyResult<()> {
+    fn process(
+        &mut self,
+        py: Python<'_>,
+        chunk: &Bound<'_, PyBytes>,
+        mut pos: usize,
+    ) -> PyResult<()> {
         let data = chunk.as_bytes();
         loop {
             match &mut self.reading {
                 Reading::Stopped => return Ok(()),
                 Reading::Body(pending) => {
                     let done = match &mut pending.state {
-                        BodyState::Length { remaining, data: body } => {
+                        BodyState::Length {
+                            remaining,
+                            data: body,
+                        } => {
                             let avail = data.len() - pos;
                             let take = usize::try_from(*remaining).map_or(avail, |r| r.min(avail));
                             body.extend_from_slice(&data[pos..pos + take]);
@@ -209,23 +228,25 @@ impl Connection {
                             *remaining -= take as u64;
                             *remaining == 0
                         }
-                        BodyState::Chunked { decoder, data: body } => {
-                            match decoder.decode(&data[pos..], body) {
-                                Ok((used, done)) => {
-                                    pos += used;
-                                    done
-                                }
-                                Err(e) => {
-                                    self.fail(&e);
-                                    return Ok(());
-                                }
+                        BodyState::Chunked {
+                            decoder,
+                            data: body,
+                        } => match decoder.decode(&data[pos..], body) {
+                            Ok((used, done)) => {
+                                pos += used;
+                                done
                             }
-                        }
+                            Err(e) => {
+                                self.fail(&e);
+                                return Ok(());
+                            }
+                        },
                     };
                     if !done {
                         return Ok(());
                     }
-                    let Reading::Body(pending) = mem::replace(&mut self.reading, Reading::Head) else {
+                    let Reading::Body(pending) = mem::replace(&mut self.reading, Reading::Head)
+                    else {
                         unreachable!("matched above")
                     };
                     let Pending {
@@ -234,7 +255,9 @@ impl Connection {
                         state,
                     } = *pending;
                     parts.body = match state {
-                        BodyState::Length { data, .. } | BodyState::Chunked { data, .. } => Body::Owned(data),
+                        BodyState::Length { data, .. } | BodyState::Chunked { data, .. } => {
+                            Body::Owned(data)
+                        }
                     };
                     self.dispatch(py, parts, framing)?;
                 }
@@ -268,7 +291,13 @@ impl Connection {
     }
 
     /// Handles a parsed head at `chunk[start..]`; returns the position after what it used.
-    fn start_request(&mut self, py: Python<'_>, chunk: &Bound<'_, PyBytes>, start: usize, head: Head) -> PyResult<usize> {
+    fn start_request(
+        &mut self,
+        py: Python<'_>,
+        chunk: &Bound<'_, PyBytes>,
+        start: usize,
+        head: Head,
+    ) -> PyResult<usize> {
         let data = chunk.as_bytes();
         let shift = |r: &std::ops::Range<usize>| r.start + start..r.end + start;
         let target = shift(&head.target);
@@ -324,7 +353,10 @@ impl Connection {
                     }
                     Ok((used, false)) => {
                         pos += used;
-                        Some(BodyState::Chunked { decoder, data: body })
+                        Some(BodyState::Chunked {
+                            decoder,
+                            data: body,
+                        })
                     }
                     Err(e) => {
                         self.fail(&e);
@@ -339,7 +371,11 @@ impl Connection {
                 if head.expect_continue {
                     self.emit_bytes(encode::CONTINUE.to_vec());
                 }
-                self.reading = Reading::Body(Box::new(Pending { parts, framing, state }));
+                self.reading = Reading::Body(Box::new(Pending {
+                    parts,
+                    framing,
+                    state,
+                }));
             }
         }
         Ok(pos)
@@ -362,7 +398,10 @@ impl Connection {
         } else {
             let seq = self.next_seq;
             self.next_seq += 1;
-            self.queue.push_back(Slot { seq, bytes: Some(bytes) });
+            self.queue.push_back(Slot {
+                seq,
+                bytes: Some(bytes),
+            });
         }
     }
 
@@ -375,7 +414,12 @@ impl Connection {
     }
 
     /// Routes one complete request and runs its handler.
-    fn dispatch(&mut self, py: Python<'_>, parts: request::Parts, framing: Framing) -> PyResult<()> {
+    fn dispatch(
+        &mut self,
+        py: Python<'_>,
+        parts: request::Parts,
+        framing: Framing,
+    ) -> PyResult<()> {
         let disp_ref = self.disp.clone_ref(py);
         let disp = disp_ref.get();
         self.note_framing(framing);
@@ -391,7 +435,8 @@ impl Connection {
                 return Ok(());
             }
             Lookup::MethodNotAllowed { allow } => {
-                let resp = Response::new_plain(py, 405, b"Method Not Allowed", TEXT_PLAIN).with_header("Allow", allow);
+                let resp = Response::new_plain(py, 405, b"Method Not Allowed", TEXT_PLAIN)
+                    .with_header("Allow", allow);
                 self.emit_response(py, &resp, framing);
                 return Ok(());
             }
@@ -421,7 +466,10 @@ impl Connection {
         )?;
         let called = match &kwargs {
             None => route.handler.bind(py).call1((request.clone_ref(py),)),
-            Some(kw) => route.handler.bind(py).call((request.clone_ref(py),), Some(kw)),
+            Some(kw) => route
+                .handler
+                .bind(py)
+                .call((request.clone_ref(py),), Some(kw)),
         };
         let result = match called {
             Ok(r) => r,
@@ -438,10 +486,21 @@ impl Connection {
         }
     }
 
-    fn start_task(&mut self, py: Python<'_>, coro: &Bound<'_, PyAny>, request: Py<Request>, framing: Framing) -> PyResult<()> {
+    fn start_task(
+        &mut self,
+        py: Python<'_>,
+        coro: &Bound<'_, PyAny>,
+        request: Py<Request>,
+        framing: Framing,
+    ) -> PyResult<()> {
         let task = match (&self.create_task, &self.task_kwargs) {
             (_, Some(kwargs)) => {
-                let task_type = self.disp.get().eager_task.as_ref().expect("kwargs imply eager");
+                let task_type = self
+                    .disp
+                    .get()
+                    .eager_task
+                    .as_ref()
+                    .expect("kwargs imply eager");
                 task_type.bind(py).call((coro,), Some(kwargs.bind(py)))
             }
             (Some(create), None) => create.bind(py).call1((coro,)),
@@ -480,8 +539,18 @@ impl Connection {
     }
 
     /// Encodes a handler's return value (or its error) for the slot that is next.
-    fn emit_result(&mut self, py: Python<'_>, request: &Py<Request>, result: &Bound<'_, PyAny>, framing: Framing) {
-        let mut bytes = if self.queue.is_empty() { mem::take(&mut self.out) } else { Vec::new() };
+    fn emit_result(
+        &mut self,
+        py: Python<'_>,
+        request: &Py<Request>,
+        result: &Bound<'_, PyAny>,
+        framing: Framing,
+    ) {
+        let mut bytes = if self.queue.is_empty() {
+            mem::take(&mut self.out)
+        } else {
+            Vec::new()
+        };
         if let Err(err) = self.encode_result(py, result, framing, &mut bytes) {
             self.encode_error(py, request, err, framing, &mut bytes);
         }
@@ -509,11 +578,24 @@ impl Connection {
         }
     }
 
-    fn encode_result(&self, py: Python<'_>, result: &Bound<'_, PyAny>, framing: Framing, out: &mut Vec<u8>) -> PyResult<()> {
+    fn encode_result(
+        &self,
+        py: Python<'_>,
+        result: &Bound<'_, PyAny>,
+        framing: Framing,
+        out: &mut Vec<u8>,
+    ) -> PyResult<()> {
         encode_result(py, self.disp.get(), result, framing, out)
     }
 
-    fn encode_error(&self, py: Python<'_>, request: &Py<Request>, err: PyErr, framing: Framing, out: &mut Vec<u8>) {
+    fn encode_error(
+        &self,
+        py: Python<'_>,
+        request: &Py<Request>,
+        err: PyErr,
+        framing: Framing,
+        out: &mut Vec<u8>,
+    ) {
         encode_error(py, self.disp.get(), request, err, framing, out);
     }
 
@@ -544,7 +626,12 @@ impl Connection {
         actions
     }
 
-    fn perform(py: Python<'_>, transport: Option<Py<PyAny>>, write: Option<Py<PyAny>>, actions: Actions) -> PyResult<()> {
+    fn perform(
+        py: Python<'_>,
+        transport: Option<Py<PyAny>>,
+        write: Option<Py<PyAny>>,
+        actions: Actions,
+    ) -> PyResult<()> {
         if let (Some(bytes), Some(write)) = (actions.write, write) {
             write.call1(py, (PyBytes::new(py, &bytes),))?;
         }
@@ -561,7 +648,10 @@ impl Connection {
     }
 
     /// Runs `f` on the borrowed connection, then acts on the transport unborrowed.
-    fn with_borrow(slf: &Bound<'_, Self>, f: impl FnOnce(&mut Self, Python<'_>) -> PyResult<()>) -> PyResult<()> {
+    fn with_borrow(
+        slf: &Bound<'_, Self>,
+        f: impl FnOnce(&mut Self, Python<'_>) -> PyResult<()>,
+    ) -> PyResult<()> {
         let py = slf.py();
         let (transport, write, actions) = {
             let mut this = slf.borrow_mut();
@@ -572,7 +662,11 @@ impl Connection {
             } else {
                 None
             };
-            (transport, this.write.as_ref().map(|w| w.clone_ref(py)), actions)
+            (
+                transport,
+                this.write.as_ref().map(|w| w.clone_ref(py)),
+                actions,
+            )
         };
         Self::perform(py, transport, write, actions)
     }
@@ -601,18 +695,30 @@ fn is_coroutine(obj: &Bound<'_, PyAny>) -> bool {
 }
 
 /// Turns what a handler returned into response bytes.
-pub fn encode_result(py: Python<'_>, disp: &Dispatcher, result: &Bound<'_, PyAny>, framing: Framing, out: &mut Vec<u8>) -> PyResult<()> {
+pub fn encode_result(
+    py: Python<'_>,
+    disp: &Dispatcher,
+    result: &Bound<'_, PyAny>,
+    framing: Framing,
+    out: &mut Vec<u8>,
+) -> PyResult<()> {
     let server = disp.server_header.as_deref();
     if let Ok(resp) = result.cast::<Response>() {
         resp.borrow().encode_into(py, out, framing, server);
         return Ok(());
     }
     let (body, content_type): (Bound<'_, PyAny>, &str) = if let Ok(s) = result.cast::<PyString>() {
-        (PyBytes::new(py, s.to_str()?.as_bytes()).into_any(), TEXT_PLAIN)
+        (
+            PyBytes::new(py, s.to_str()?.as_bytes()).into_any(),
+            TEXT_PLAIN,
+        )
     } else if result.is_instance_of::<PyBytes>() {
         (result.clone(), OCTET_STREAM)
     } else if result.is_instance_of::<PyDict>() || result.is_instance_of::<PyList>() {
-        (pyrefs::get(py)?.json_dumps.bind(py).call1((result,))?, APPLICATION_JSON)
+        (
+            pyrefs::get(py)?.json_dumps.bind(py).call1((result,))?,
+            APPLICATION_JSON,
+        )
     } else {
         return Err(PyTypeError::new_err(format!(
             "handler returned {}; return a Response, str, bytes, dict or list",
@@ -632,7 +738,14 @@ pub fn encode_result(py: Python<'_>, disp: &Dispatcher, result: &Bound<'_, PyAny
 }
 
 /// Asks the app's error handler for a response to `err`; falls back to a plain 500.
-pub fn encode_error(py: Python<'_>, disp: &Dispatcher, request: &Py<Request>, err: PyErr, framing: Framing, out: &mut Vec<u8>) {
+pub fn encode_error(
+    py: Python<'_>,
+    disp: &Dispatcher,
+    request: &Py<Request>,
+    err: PyErr,
+    framing: Framing,
+    out: &mut Vec<u8>,
+) {
     let server = disp.server_header.as_deref();
     let handled = disp
         .error_handler
@@ -645,7 +758,8 @@ pub fn encode_error(py: Python<'_>, disp: &Dispatcher, request: &Py<Request>, er
         });
     if let Err(inner) = handled {
         inner.print(py);
-        Response::new_plain(py, 500, b"Internal Server Error", TEXT_PLAIN).encode_into(py, out, framing, server);
+        Response::new_plain(py, 500, b"Internal Server Error", TEXT_PLAIN)
+            .encode_into(py, out, framing, server);
     }
 }
 
@@ -662,7 +776,9 @@ impl Connection {
         } else {
             this.create_task = Some(event_loop.getattr("create_task")?.unbind());
         }
-        this.client = transport.call_method1("get_extra_info", ("peername",))?.unbind();
+        this.client = transport
+            .call_method1("get_extra_info", ("peername",))?
+            .unbind();
         this.write = Some(transport.getattr("write")?.unbind());
         this.transport = Some(transport.clone().unbind());
         this.self_ref = Some(slf.clone().unbind());
@@ -713,7 +829,9 @@ impl Connection {
         Ok(keep_open)
     }
 
-    fn connection_lost(slf: &Bound<'_, Self>, _exc: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn connection_lost(slf: &Bound<'_, Self>, exc: Option<&Bound<'_, PyAny>>) {
+        // Why the connection went away does not change what is cleaned up.
+        let _ = exc;
         let py = slf.py();
         let (disp, id) = {
             let mut this = slf.borrow_mut();
@@ -731,7 +849,6 @@ impl Connection {
             (this.disp.clone_ref(py), this.id)
         };
         disp.get().unregister(py, id);
-        Ok(())
     }
 
     fn pause_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
@@ -777,11 +894,15 @@ impl Completion {
             let mut bytes = Vec::new();
             match task.call_method0("result") {
                 Ok(result) => {
-                    if let Err(err) = encode_result(py, disp.get(), &result, self.framing, &mut bytes) {
+                    if let Err(err) =
+                        encode_result(py, disp.get(), &result, self.framing, &mut bytes)
+                    {
                         encode_error(py, disp.get(), &self.request, err, self.framing, &mut bytes);
                     }
                 }
-                Err(err) => encode_error(py, disp.get(), &self.request, err, self.framing, &mut bytes),
+                Err(err) => {
+                    encode_error(py, disp.get(), &self.request, err, self.framing, &mut bytes);
+                }
             }
             if let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) {
                 slot.bytes = Some(bytes);

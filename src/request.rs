@@ -137,7 +137,11 @@ impl Request {
         self.parts.buf.bind(py).as_bytes()
     }
 
-    fn header_values<'a>(&'a self, py: Python<'a>, name: &[u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    fn header_values<'a>(
+        &'a self,
+        py: Python<'a>,
+        name: &[u8],
+    ) -> impl Iterator<Item = &'a [u8]> + 'a {
         let buf = self.bytes(py);
         let name = name.to_vec();
         self.parts
@@ -166,7 +170,10 @@ impl Request {
             .skip(1)
             .filter_map(|p| p.split_once('='))
             .find(|(k, _)| k.trim().eq_ignore_ascii_case("charset"))
-            .map_or_else(|| "utf-8".to_owned(), |(_, v)| v.trim().trim_matches('"').to_owned())
+            .map_or_else(
+                || "utf-8".to_owned(),
+                |(_, v)| v.trim().trim_matches('"').to_owned(),
+            )
     }
 }
 
@@ -191,7 +198,9 @@ impl Ready {
         Err(PyStopIteration::new_err((self.value.clone_ref(py),)))
     }
 
-    fn send(&self, py: Python<'_>, _value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    fn send(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        // The result is already known; whatever is sent in is ignored.
+        let _ = value;
         self.__next__(py)
     }
 }
@@ -264,7 +273,10 @@ impl Request {
                 let buf = self.bytes(py);
                 let list = PyList::empty(py);
                 for h in &self.parts.headers {
-                    let pair = PyTuple::new(py, [latin1(&buf[h.name.clone()]), latin1(&buf[h.value.clone()])])?;
+                    let pair = PyTuple::new(
+                        py,
+                        [latin1(&buf[h.name.clone()]), latin1(&buf[h.value.clone()])],
+                    )?;
                     list.append(pair)?;
                 }
                 Ok(pyrefs::get(py)?.headers.bind(py).call1((list,))?.unbind())
@@ -281,7 +293,11 @@ impl Request {
                     .map(latin1)
                     .collect::<Vec<_>>()
                     .join("; ");
-                Ok(pyrefs::get(py)?.parse_cookies.bind(py).call1((joined,))?.unbind())
+                Ok(pyrefs::get(py)?
+                    .parse_cookies
+                    .bind(py)
+                    .call1((joined,))?
+                    .unbind())
             })
             .map(|o| o.clone_ref(py))
     }
@@ -290,7 +306,10 @@ impl Request {
     /// whole headers mapping.
     #[pyo3(signature = (name, default = None))]
     fn header(&self, py: Python<'_>, name: &str, default: Option<String>) -> Option<String> {
-        self.header_values(py, name.as_bytes()).next().map(latin1).or(default)
+        self.header_values(py, name.as_bytes())
+            .next()
+            .map(latin1)
+            .or(default)
     }
 
     #[getter]
@@ -329,7 +348,9 @@ impl Request {
     #[getter]
     fn state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.state_obj
-            .get_or_try_init(py, || Ok::<_, PyErr>(pyrefs::get(py)?.state.bind(py).call0()?.unbind()))
+            .get_or_try_init(py, || {
+                Ok::<_, PyErr>(pyrefs::get(py)?.state.bind(py).call0()?.unbind())
+            })
             .map(|o| o.clone_ref(py))
     }
 
@@ -363,7 +384,9 @@ impl Request {
 
     fn __repr__(&self, py: Python<'_>) -> String {
         let target = latin1(&self.bytes(py)[self.parts.target.clone()]);
-        let method = std::str::from_utf8(&self.bytes(py)[self.parts.method.clone()]).unwrap_or("?").to_owned();
+        let method = std::str::from_utf8(&self.bytes(py)[self.parts.method.clone()])
+            .unwrap_or("?")
+            .to_owned();
         format!("<Request {method} {target}>")
     }
 }

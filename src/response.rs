@@ -39,7 +39,10 @@ pub fn check_header_name(name: &str) -> PyResult<()> {
 /// A header value may hold visible characters, spaces, tabs and obs-text; CR, LF, NUL
 /// and other controls are refused so a handler can never split a response.
 pub fn check_header_value(name: &str, value: &str) -> PyResult<()> {
-    if let Some(bad) = value.bytes().find(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+    if let Some(bad) = value
+        .bytes()
+        .find(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
+    {
         return Err(PyValueError::new_err(format!(
             "invalid value for header {name:?}: control character 0x{bad:02x} (CR, LF and NUL are never allowed)"
         )));
@@ -88,13 +91,20 @@ impl Response {
         }
     }
 
+    #[must_use]
     pub fn with_header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_owned(), value.to_owned()));
         self
     }
 
     /// Appends the encoded response to `out`.
-    pub fn encode_into(&self, py: Python<'_>, out: &mut Vec<u8>, framing: Framing, server: Option<&str>) {
+    pub fn encode_into(
+        &self,
+        py: Python<'_>,
+        out: &mut Vec<u8>,
+        framing: Framing,
+        server: Option<&str>,
+    ) {
         let parts = Parts {
             status: self.status,
             content_type: self.content_type.as_deref(),

@@ -86,7 +86,7 @@ def test_invalid_json_is_400() -> None:
     [
         (None, "héllo".encode(), "héllo"),
         ("text/plain; charset=latin-1", "héllo".encode("latin-1"), "héllo"),
-        ('text/plain; charset="utf-8"', "ok".encode(), "ok"),
+        ('text/plain; charset="utf-8"', b"ok", "ok"),
     ],
 )
 def test_text_charset(content_type: str | None, payload: bytes, expected: str) -> None:

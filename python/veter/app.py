@@ -141,7 +141,7 @@ class App:
     def handle_error(self, request: Any, exc: BaseException) -> Response:
         """The response for an exception a handler raised (called by the core)."""
         for klass in type(exc).__mro__:
-            custom = self._exception_handlers.get(klass)  # type: ignore[arg-type]
+            custom = self._exception_handlers.get(klass)
             if custom is not None:
                 try:
                     response = custom(request, exc)
@@ -186,7 +186,7 @@ class App:
         for hook in reversed(self._shutdown):
             try:
                 await _maybe_await(hook())
-            except Exception as exc:  # noqa: BLE001 - reported below, after all hooks ran
+            except Exception as exc:
                 log.exception("shutdown hook %r failed", hook)
                 errors.append(exc)
         if errors:

@@ -52,6 +52,4 @@ def to_response(result: Any) -> Response:
         return Response(result)
     if isinstance(result, (dict, list)):
         return Response(orjson.dumps(result), content_type="application/json")
-    raise TypeError(
-        f"handler returned {type(result).__name__}; return a Response, str, bytes, dict or list"
-    )
+    raise TypeError(f"handler returned {type(result).__name__}; return a Response, str, bytes, dict or list")

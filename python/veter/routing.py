@@ -28,7 +28,9 @@ def is_async_callable(fn: object) -> bool:
     """True for ``async def`` functions and objects whose ``__call__`` is one."""
     while hasattr(fn, "func") and hasattr(fn, "args"):  # functools.partial
         fn = fn.func
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    # The __call__ method itself is inspected (an instance with async __call__), not callability.
+    call = getattr(fn, "__call__", None)  # noqa: B004
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 
 
 @dataclass(frozen=True)
@@ -84,9 +86,7 @@ def target_for(route: Route) -> tuple[Handler, bool]:
     return route.handler, route.is_async
 
 
-def compose(
-    route: Route, middleware: Sequence[Middleware], on_error: ErrorResponder
-) -> tuple[Handler, bool]:
+def compose(route: Route, middleware: Sequence[Middleware], on_error: ErrorResponder) -> tuple[Handler, bool]:
     """The route's handler wrapped in the middleware chain, built once.
 
     Inside the chain every result is a ``Response`` and every handler exception has

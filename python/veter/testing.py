@@ -87,7 +87,9 @@ class _ResponseReader:
             length = int(lookup["content-length"])
             if len(data) - body_start < length:
                 return None
-            return TestResponse(status, reason, pairs, data[body_start : body_start + length]), body_start + length
+            return TestResponse(
+                status, reason, pairs, data[body_start : body_start + length]
+            ), body_start + length
         if lookup.get("transfer-encoding", "").lower() == "chunked":
             return self._chunked(data, body_start, status, reason, pairs)
         if not closed:
@@ -230,7 +232,9 @@ class AsyncTestClient:
                     if parsed is not None:
                         return parsed[0]
                     if transport.closed:
-                        raise ConnectionError(f"connection closed before a full response: {bytes(transport.data)!r}")
+                        raise ConnectionError(
+                            f"connection closed before a full response: {bytes(transport.data)!r}"
+                        )
                     await transport.changed()
         finally:
             transport.close()

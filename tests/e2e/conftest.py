@@ -49,7 +49,7 @@ class RunningServer:
             loop.run_until_complete(self.server.stop())
             loop.run_until_complete(asyncio.sleep(0))
             self.leftover_tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
-        except BaseException as exc:  # reported to the test thread
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread
             self.error = exc
         finally:
             self._ready.set()

@@ -179,7 +179,9 @@ def test_errors_close_and_stop_the_pipeline(
 def test_chunked_body_over_limit_is_413(serve: Serve) -> None:
     server = serve(make_app(), max_body_bytes=8)
     with server.connect() as sock:
-        sock.sendall(b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nworld\r\n")
+        sock.sendall(
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nworld\r\n"
+        )
         data = wait_closed(sock)
     assert data.startswith(b"HTTP/1.1 413 ")
 
