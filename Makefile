@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "maturin>=1.7,<2" "uvloop>=0.21" "orjson>=3.10" "click>=8.1" \
-		"pytest>=8" "pytest-timeout>=2.3" "h11>=0.14" "mypy>=1.13" "ruff>=0.8"
+		"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "h11>=0.14" "mypy>=1.13" "ruff>=0.8"
 	touch $@
 
 build: $(VENV)/.installed
