@@ -891,18 +891,24 @@ impl Completion {
                 return Ok(());
             }
             let disp = this.disp.clone_ref(py);
+            let mut framing = self.framing;
+            if disp
+                .get()
+                .shutting_down
+                .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                // Draining: this response is the connection's last.
+                framing.keep_alive = false;
+            }
+            this.note_framing(framing);
             let mut bytes = Vec::new();
             match task.call_method0("result") {
                 Ok(result) => {
-                    if let Err(err) =
-                        encode_result(py, disp.get(), &result, self.framing, &mut bytes)
-                    {
-                        encode_error(py, disp.get(), &self.request, err, self.framing, &mut bytes);
+                    if let Err(err) = encode_result(py, disp.get(), &result, framing, &mut bytes) {
+                        encode_error(py, disp.get(), &self.request, err, framing, &mut bytes);
                     }
                 }
-                Err(err) => {
-                    encode_error(py, disp.get(), &self.request, err, self.framing, &mut bytes);
-                }
+                Err(err) => encode_error(py, disp.get(), &self.request, err, framing, &mut bytes),
             }
             if let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) {
                 slot.bytes = Some(bytes);

@@ -1,0 +1,4 @@
+import veter
+
+app = veter.App()
+raise RuntimeError("this module fails at import")

@@ -1,0 +1,8 @@
+import veter
+
+app = veter.App()
+
+
+@app.on_startup
+def fail() -> None:
+    raise RuntimeError("database unreachable")
