@@ -1,0 +1,3 @@
+module veter.bench/gohttp
+
+go 1.22

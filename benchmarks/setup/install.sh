@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Install everything the suite needs, skipping what is already there.
+# Usage: setup/install.sh [SCENARIO]   (db and redis+log also need PostgreSQL / Redis)
+# A peer whose install fails is reported here and again, with its reason, in the results.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+SCENARIO="${1:-all}"
+WORK=.work
+mkdir -p "$WORK/bin" "$WORK/logs"
+say() { printf '[install] %s\n' "$*" >&2; }
+
+need_db=0; need_redis=0
+case "$SCENARIO" in all|db) need_db=1;; esac
+case "$SCENARIO" in all|redis+log) need_redis=1;; esac
+
+# Debian packages: wrk, nginx, and the databases only when a scenario wants them.
+pkgs=()
+command -v wrk >/dev/null || pkgs+=(wrk)
+[ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
+command -v taskset >/dev/null || pkgs+=(util-linux)
+if [ "$need_db" = 1 ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then pkgs+=(postgresql); fi
+if [ "$need_redis" = 1 ] && ! command -v redis-server >/dev/null; then pkgs+=(redis-server); fi
+if [ "${#pkgs[@]}" -gt 0 ]; then
+    say "apt: ${pkgs[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" \
+        || say "apt install failed: ${pkgs[*]}"
+fi
+
+# oha, the open-loop load generator (crates.io; --locked is required to build).
+if [ ! -x "$WORK/cargo/bin/oha" ]; then
+    say "cargo install --locked oha (takes a few minutes)"
+    cargo install --locked --quiet oha --root "$WORK/cargo" || say "oha install failed"
+fi
+
+# Peers (and the runner's matplotlib) in their own virtualenv.
+if [ ! -x "$WORK/venv-peers/bin/python" ]; then
+    say "virtualenv for the peers"
+    python3 -m venv "$WORK/venv-peers"
+fi
+stamp="$WORK/venv-peers/.installed-$(sha1sum setup/requirements-peers.txt | cut -c1-12)"
+if [ ! -e "$stamp" ]; then
+    say "pip install peers"
+    "$WORK/venv-peers/bin/pip" install -q --disable-pip-version-check -r setup/requirements-peers.txt \
+        && touch "$stamp" || say "pip install of the peers failed"
+fi
+
+# Japronto only builds for Python 3.7: a venv from pyenv's 3.7.
+if [ ! -x "$WORK/venv-japronto/bin/python" ]; then
+    py37=""
+    if command -v pyenv >/dev/null; then
+        py37="$(ls -d "$(pyenv root)"/versions/3.7*/bin/python3.7 2>/dev/null | tail -1)"
+    fi
+    if [ -n "$py37" ]; then
+        say "virtualenv for japronto ($py37)"
+        "$py37" -m venv "$WORK/venv-japronto" \
+            && "$WORK/venv-japronto/bin/pip" install -q --disable-pip-version-check japronto \
+            || { say "japronto install failed"; rm -rf "$WORK/venv-japronto"; }
+    else
+        say "no Python 3.7 from pyenv: japronto will be reported as not available"
+    fi
+fi
+
+# Go net/http peer, standard library only.
+if [ ! -x "$WORK/bin/gohttp" ] || [ go/main.go -nt "$WORK/bin/gohttp" ]; then
+    if command -v go >/dev/null; then
+        say "go build"
+        (cd go && go build -o ../"$WORK"/bin/gohttp .) || say "go build failed"
+    else
+        say "no Go toolchain: go-nethttp will be reported as not available"
+    fi
+fi
+# veter runs on the lead's interpreter (VETER_PYTHON, default ../.venv/bin/python): the db and
+# redis+log scenarios need the same clients the peers use, installed for that interpreter
+# into a --target dir that only those scenarios put on PYTHONPATH.
+VETER_PY="${VETER_PYTHON:-../.venv/bin/python}"
+if [ -x "$VETER_PY" ] && [ ! -e "$WORK/veter-extras/.installed" ]; then
+    say "asyncpg and redis for veter's interpreter ($VETER_PY)"
+    "$VETER_PY" -m pip install -q --disable-pip-version-check --target "$WORK/veter-extras" asyncpg 'redis[hiredis]' \
+        && touch "$WORK/veter-extras/.installed" || say "veter extras install failed"
+fi
+say "done"

@@ -1,0 +1,1 @@
+"""veter's load-test suite: peers, load generators, scenarios, reports."""

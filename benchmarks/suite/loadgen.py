@@ -1,0 +1,97 @@
+"""The load generators, pinned to the load CPU: wrk (closed loop) and oha (open loop).
+
+Each call returns a flat dict of numbers plus the exact command, for the report.
+"""
+
+import json
+import os
+import shlex
+import subprocess
+from typing import Any
+
+from . import paths
+
+Metrics = dict[str, Any]
+
+
+def _pinned(argv: list[str]) -> list[str]:
+    return ["taskset", "-c", paths.LOADGEN_CPU, *argv]
+
+
+def wrk(url: str, connections: int, seconds: int, pipeline: int = 1) -> Metrics:
+    """Closed loop: one wrk thread, `connections` connections, `pipeline` requests per write."""
+    argv = _pinned(
+        [
+            str(paths.WRK),
+            "-t1",
+            f"-c{connections}",
+            f"-d{seconds}s",
+            "--timeout",
+            "5s",
+            "-s",
+            str(paths.LUA_SCRIPT),
+            url,
+        ]
+    )
+    env = {**os.environ, "WRK_PIPELINE": str(pipeline)}
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("WRK_JSON ")), None)
+    command = f"WRK_PIPELINE={pipeline} {shlex.join(argv)}"
+    if line is None:
+        return {"error": f"wrk gave no summary: {out.stderr.strip()[-300:]}", "command": command}
+    raw = json.loads(line.removeprefix("WRK_JSON "))
+    seconds_run = raw["duration_us"] / 1e6
+    errors = sum(raw["errors"].values())
+    return {
+        "rps": raw["requests"] / seconds_run,
+        "requests": raw["requests"],
+        "errors": errors,
+        "non_2xx": raw["errors"]["status"],
+        "latency_p50_ms": raw["latency_us"]["p50"] / 1000,
+        "latency_p99_ms": raw["latency_us"]["p99"] / 1000,
+        "command": command,
+    }
+
+
+def oha_argv(url: str, rate: int | None, seconds: float, connections: int) -> list[str]:
+    """Open loop at `rate` requests/s with coordinated-omission correction, or, with
+    rate None, a closed loop of `connections` clients each waiting for its answer."""
+    pacing = ["-q", str(rate), "--latency-correction"] if rate else []
+    tail = ["-w", "-t", "10s", "--no-tui", "--output-format", "json", url]
+    return _pinned([str(paths.OHA), "-z", f"{seconds}s", *pacing, "-c", str(connections), *tail])
+
+
+def oha(url: str, rate: int | None, seconds: float, connections: int) -> Metrics:
+    argv = oha_argv(url, rate, seconds, connections)
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return parse_oha(out.stdout, out.stderr, shlex.join(argv), rate)
+
+
+def parse_oha(stdout: str, stderr: str, command: str, rate: int | None) -> Metrics:
+    try:
+        raw = json.loads(stdout)
+    except json.JSONDecodeError:
+        return {"error": f"oha gave no JSON: {stderr.strip()[-300:]}", "command": command}
+    statuses = {int(k): v for k, v in raw["statusCodeDistribution"].items()}
+    ok = sum(v for k, v in statuses.items() if 200 <= k < 300)
+    failed = sum(raw["errorDistribution"].values())
+    total = sum(statuses.values()) + failed
+    pct = raw["latencyPercentiles"]
+    summary = raw["summary"]
+    result: Metrics = {
+        "rate": rate,
+        "requests": total,
+        "ok": ok,
+        "success": ok / total if total else 0.0,
+        "non_2xx": sum(v for k, v in statuses.items() if not 200 <= k < 300),
+        "achieved_rps": ok / summary["total"] if summary["total"] else 0.0,
+        "errors": raw["errorDistribution"],
+        "command": command,
+    }
+    for key, name in (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p99.9", "p999")):
+        value = pct.get(key)
+        result[f"{name}_ms"] = value * 1000 if value is not None else None
+    for key, name in (("fastest", "min_ms"), ("slowest", "max_ms")):
+        value = summary.get(key)
+        result[name] = value * 1000 if value is not None else None
+    return result

@@ -1,0 +1,24 @@
+"""Where things live: the suite, its scratch space, tools and interpreters."""
+
+import os
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent
+REPO = BENCH.parent
+APPS = BENCH / "apps"
+WORK = BENCH / ".work"
+RESULTS = BENCH / "results"
+DOCS_PAGE = REPO / "docs" / "benchmarks.md"
+LUA_SCRIPT = BENCH / "lua" / "wrk_report.lua"
+
+PEERS_VENV = WORK / "venv-peers"
+JAPRONTO_VENV = WORK / "venv-japronto"
+PEERS_BIN = PEERS_VENV / "bin"
+OHA = WORK / "cargo" / "bin" / "oha"
+WRK = Path("/usr/bin/wrk")
+GO_BIN = WORK / "bin" / "gohttp"
+
+VETER_PYTHON = Path(os.environ.get("VETER_PYTHON", str(REPO / ".venv" / "bin" / "python")))
+
+SERVER_CPU = os.environ.get("BENCH_SERVER_CPU", "0")
+LOADGEN_CPU = os.environ.get("BENCH_LOADGEN_CPU", "1")

@@ -1,0 +1,147 @@
+"""Start a server pinned to the server CPU, wait until it answers, account its CPU, stop it."""
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import paths
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class StartError(RuntimeError):
+    """The server exited or never answered; the message carries its log tail."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def http_status(port: int, path: str, timeout: float = 1.0) -> int | None:
+    """One GET over a fresh connection; the status code, or None if nothing answered."""
+    request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            sock.sendall(request.encode())
+            head = sock.recv(64)
+    except OSError:
+        return None
+    parts = head.split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+        return None
+    return int(parts[1])
+
+
+@dataclass
+class Running:
+    argv: list[str]
+    proc: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def pgid(self) -> int:
+        return self.proc.pid
+
+    def cpu_seconds(self) -> float:
+        """utime + stime of every live process in the server's process group, plus the
+        leader's reaped children (cutime + cstime)."""
+        ticks = 0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                raw = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = raw[raw.rindex(")") + 2 :].split()
+            if int(fields[2]) != self.pgid:
+                continue
+            ticks += int(fields[11]) + int(fields[12])
+            if int(entry) == self.pgid:
+                ticks += int(fields[13]) + int(fields[14])
+        return ticks / CLOCK_TICKS
+
+    def log_tail(self, lines: int = 8) -> str:
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM the whole group (so forked workers go too), then SIGKILL stragglers."""
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
+            try:
+                os.killpg(self.pgid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and _group_alive(self.pgid):
+                self.proc.poll()
+                time.sleep(0.05)
+            if not _group_alive(self.pgid):
+                break
+        self.proc.wait(timeout=5)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    # Zombies still count for killpg; a group whose only member is our reaped leader is gone.
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = raw[raw.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def start(
+    argv: list[str],
+    port: int,
+    ready_path: str,
+    log: Path,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float = 30.0,
+) -> Running:
+    """Start `argv` on the server CPU in its own session and poll until `ready_path` gives 200."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PORT": str(port), **env}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            ["taskset", "-c", paths.SERVER_CPU, *argv],
+            cwd=cwd,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    running = Running(argv=argv, proc=proc, port=port, log=log)
+    deadline = time.monotonic() + timeout
+    last: int | None = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            running.stop()
+            raise StartError(f"exited with {proc.returncode}: {running.log_tail()}")
+        last = http_status(port, ready_path)
+        if last == 200:
+            return running
+        time.sleep(0.05)
+    running.stop()
+    raise StartError(f"no 200 on {ready_path} within {timeout:.0f}s (last status {last}): {running.log_tail()}")

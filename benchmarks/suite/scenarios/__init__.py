@@ -1,0 +1,9 @@
+"""Scenarios, in the order `all` runs them. Each module has NAME, TITLE, METHOD,
+plan(settings), table(result) and chart(result, path)."""
+
+from types import ModuleType
+
+from . import blocking, db, engine, hard, hello, matrix, redis_log, sleep50
+
+ORDER: list[ModuleType] = [engine, hello, sleep50, hard, matrix, db, redis_log, blocking]
+BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in ORDER}

@@ -1,0 +1,262 @@
+"""The servers under test: how each is started the way its docs recommend for production.
+
+Every peer serves the same routes (see ROUTES) with access logs off. The server gets
+one CPU (it is pinned), so "(2 x cores) + 1" sync workers means 3.
+"""
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import nginx, paths
+
+# Route name -> URL path. Every app serves the routes it lists in Server.routes.
+ROUTES = {
+    "plaintext": "/",
+    "json": "/json",
+    "sleep1": "/sleep1",
+    "sleep10": "/sleep10",
+    "sleep50": "/sleep50",
+    "sleep100": "/sleep100",
+    "hard": "/hard",
+    "block": "/block",
+    "db": "/db",
+    "redis": "/redis",
+}
+HELLO = frozenset({"plaintext", "json"})
+ASYNC = HELLO | {"sleep1", "sleep10", "sleep50", "sleep100", "hard", "block"}
+SYNC_WORKERS = 3
+
+Argv = Callable[[int, int], list[str]]
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    what: str
+    routes: frozenset[str]
+    argv: Argv
+    cwd: Path = paths.APPS
+    env: dict[str, str] = field(default_factory=dict)
+    needs: tuple[Path, ...] = ()
+    prepare: Callable[[Path, int, int], None] | None = None
+
+    def unavailable(self) -> str | None:
+        """Why this server cannot run here, or None."""
+        for need in self.needs:
+            if not need.exists():
+                return f"{need} is missing (run `make -C benchmarks install`)"
+        return None
+
+
+def _py(venv_bin: Path) -> str:
+    return str(venv_bin / "python")
+
+
+def _uvicorn(module: str) -> Argv:
+    def argv(port: int, workers: int) -> list[str]:
+        return [
+            str(paths.PEERS_BIN / "uvicorn"),
+            module,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--loop",
+            "uvloop",
+            "--http",
+            "httptools",
+            "--no-access-log",
+            "--log-level",
+            "warning",
+            "--lifespan",
+            "off",
+            "--backlog",
+            "4096",
+            "--workers",
+            str(workers),
+        ]
+
+    return argv
+
+
+def _granian(interface: str, module: str) -> Argv:
+    def argv(port: int, workers: int) -> list[str]:
+        return [
+            str(paths.PEERS_BIN / "granian"),
+            "--interface",
+            interface,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--loop",
+            "uvloop",
+            "--http",
+            "1",
+            "--no-ws",
+            "--log-level",
+            "warning",
+            "--backlog",
+            "4096",
+            module,
+        ]
+
+    return argv
+
+
+def _script(python: str, script: str, *extra: str) -> Argv:
+    def argv(port: int, workers: int) -> list[str]:
+        return [python, script, *extra]
+
+    return argv
+
+
+def _veter(port: int, workers: int) -> list[str]:
+    argv = [str(paths.VETER_PYTHON), "-m", "veter", "run", "benchmarks.apps.veter_app:app"]
+    return [*argv, "--host", "127.0.0.1", "--port", str(port)]
+
+
+def _sanic(port: int, workers: int) -> list[str]:
+    return [
+        str(paths.PEERS_BIN / "sanic"),
+        "sanic_app:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--no-access-logs",
+        "--no-motd",
+    ]
+
+
+def _gunicorn_falcon(port: int, workers: int) -> list[str]:
+    return [
+        str(paths.PEERS_BIN / "gunicorn"),
+        "falcon_app:app",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(max(workers, SYNC_WORKERS)),
+        "--worker-class",
+        "sync",
+        "--backlog",
+        "4096",
+    ]
+
+
+def _nginx(port: int, workers: int) -> list[str]:
+    return ["/usr/sbin/nginx", "-p", str(nginx.prefix(port)), "-c", "nginx.conf", "-e", "error.log"]
+
+
+def veter_unavailable() -> str | None:
+    if not paths.VETER_PYTHON.exists():
+        return f"veter not available: {paths.VETER_PYTHON} does not exist"
+    probe = subprocess.run(
+        [str(paths.VETER_PYTHON), "-c", "import veter; veter.App"],
+        cwd=paths.REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        reason = (probe.stderr.strip().splitlines() or ["unknown error"])[-1]
+        return f"veter not available: {reason}"
+    return None
+
+
+@dataclass(frozen=True)
+class Veter(Server):
+    def unavailable(self) -> str | None:
+        return veter_unavailable()
+
+
+PEERS_PY = _py(paths.PEERS_BIN)
+JAPRONTO_PY = _py(paths.JAPRONTO_VENV / "bin")
+PEERS_NEED = (paths.PEERS_BIN / "python",)
+
+ALL: dict[str, Server] = {
+    s.name: s
+    for s in [
+        Veter("veter", "veter (Rust HTTP core on uvloop)", ASYNC, _veter, cwd=paths.REPO),
+        Server(
+            "pyfloor",
+            "raw uvloop Protocol + httptools, fixed response",
+            HELLO,
+            _script(PEERS_PY, "pyfloor.py"),
+            needs=PEERS_NEED,
+        ),
+        Server(
+            "uvicorn-raw",
+            "uvicorn (httptools, uvloop), raw ASGI app",
+            HELLO,
+            _uvicorn("asgi_raw:app"),
+            needs=PEERS_NEED,
+        ),
+        Server(
+            "nginx",
+            "nginx `return 200`, 1 worker",
+            HELLO,
+            _nginx,
+            needs=(Path("/usr/sbin/nginx"),),
+            prepare=nginx.prepare,
+        ),
+        Server(
+            "go-nethttp",
+            "Go net/http (GOMAXPROCS from the pinned CPU = 1)",
+            HELLO,
+            lambda port, workers: [str(paths.GO_BIN)],
+            needs=(paths.GO_BIN,),
+        ),
+        Server("uvicorn-starlette", "Starlette on uvicorn", ASYNC, _uvicorn("starlette_app:app"), needs=PEERS_NEED),
+        Server("fastapi", "FastAPI on uvicorn", ASYNC, _uvicorn("fastapi_app:app"), needs=PEERS_NEED),
+        Server("granian-rsgi", "Granian, raw RSGI app", HELLO, _granian("rsgi", "granian_rsgi:app"), needs=PEERS_NEED),
+        Server("granian-asgi", "Granian, raw ASGI app", HELLO, _granian("asgi", "asgi_raw:app"), needs=PEERS_NEED),
+        Server("sanic", "Sanic, 1 worker", ASYNC, _sanic, needs=PEERS_NEED),
+        Server("aiohttp", "aiohttp on uvloop", ASYNC, _script(PEERS_PY, "aiohttp_app.py"), needs=PEERS_NEED),
+        Server("tornado", "Tornado, async def handlers", ASYNC, _script(PEERS_PY, "tornado_app.py"), needs=PEERS_NEED),
+        Server(
+            "tornado-gen",
+            "Tornado, @gen.coroutine handlers",
+            ASYNC,
+            _script(PEERS_PY, "tornado_gen_app.py"),
+            needs=PEERS_NEED,
+        ),
+        Server(
+            "japronto",
+            "Japronto on Python 3.7",
+            HELLO,
+            _script(JAPRONTO_PY, "japronto_app.py"),
+            needs=(paths.JAPRONTO_VENV / "bin" / "python",),
+        ),
+        Server(
+            "socketify", "socketify.py (uWebSockets)", HELLO, _script(PEERS_PY, "socketify_app.py"), needs=PEERS_NEED
+        ),
+        Server(
+            "robyn",
+            "Robyn, 1 process 1 worker",
+            HELLO,
+            _script(PEERS_PY, "robyn_app.py", "--processes", "1", "--workers", "1"),
+            needs=PEERS_NEED,
+        ),
+        Server(
+            "blacksheep", "BlackSheep on uvicorn", ASYNC - {"block"}, _uvicorn("blacksheep_app:app"), needs=PEERS_NEED
+        ),
+        Server(
+            "gunicorn-falcon",
+            "Falcon on gunicorn, 3 sync workers",
+            HELLO | {"block"},
+            _gunicorn_falcon,
+            needs=PEERS_NEED,
+        ),
+    ]
+}
+
+
+def pick(names: list[str]) -> list[Server]:
+    return [ALL[name] for name in names]
