@@ -10,7 +10,11 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYO3_PYTHON := $(abspath $(PY))
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: run test build lint rust-test py-test bench clean
+.PHONY: run test build lint rust-test py-test py-versions bench clean
+
+# Other supported Pythons the tests also run on (found under pyenv or on PATH).
+EXTRA_PYTHONS ?= 3.12 3.13
+PYENV_ROOT ?= $(shell pyenv root 2>/dev/null || echo $(HOME)/.pyenv)
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,7 +43,23 @@ lint: build
 py-test: build
 	$(PY) -m pytest -q
 
-test: rust-test lint py-test
+# Each extra Python gets its own venv and target dir, so switching costs no rebuild.
+py-versions:
+	@for v in $(EXTRA_PYTHONS); do \
+		exe=$$(ls -d $(PYENV_ROOT)/versions/$$v*/bin/python 2>/dev/null | tail -n1); \
+		[ -n "$$exe" ] || exe=$$(command -v python$$v || true); \
+		if [ -z "$$exe" ]; then echo "error: Python $$v not found (set EXTRA_PYTHONS to skip it)"; exit 1; fi; \
+		echo "== pytest on Python $$v ($$exe)"; \
+		venv=.venv-$$v; \
+		test -x $$venv/bin/python || $$exe -m venv $$venv || exit 1; \
+		$$venv/bin/python -m pip install --quiet "maturin>=1.7,<2" "uvloop>=0.21" "orjson>=3.10" "click>=8.1" \
+			"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "h11>=0.14" || exit 1; \
+		VIRTUAL_ENV=$(CURDIR)/$$venv PYO3_PYTHON=$(CURDIR)/$$venv/bin/python CARGO_TARGET_DIR=target/py$$v \
+			$$venv/bin/maturin develop --quiet || exit 1; \
+		$$venv/bin/python -m pytest -q -p no:cacheprovider || exit 1; \
+	done
+
+test: rust-test lint py-test py-versions
 
 bench: build
 	$(MAKE) -C benchmarks bench SCENARIO=$(SCENARIO) QUICK=$(QUICK)
