@@ -201,6 +201,7 @@ impl Dispatcher {
     /// Closes keep-alive connections idle for longer than the keep-alive timeout.
     /// Called about once a second by the server; returns how many it closed.
     fn tick(&self, py: Python<'_>) -> PyResult<usize> {
+        crate::http1::encode::refresh_date();
         let now = Instant::now();
         let mut closed = 0;
         for conn in self.snapshot(py) {

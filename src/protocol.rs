@@ -299,27 +299,20 @@ impl Connection {
         head: Head,
     ) -> PyResult<usize> {
         let data = chunk.as_bytes();
-        let shift = |r: &std::ops::Range<usize>| r.start + start..r.end + start;
-        let target = shift(&head.target);
-        let (path, query) = request::split_target(data, target.clone());
-        let is_head = &data[shift(&head.method)] == b"HEAD";
+        // Ranges stay relative to the head's first byte (`base`): no copying or
+        // shifting of the header spans the parser produced.
+        let (path, query) = request::split_target(&data[start..], head.target.clone());
+        let is_head = &data[start + head.method.start..start + head.method.end] == b"HEAD";
         let framing = self.framing_for(&head, is_head);
-        let headers = head
-            .headers
-            .iter()
-            .map(|h| parse::HeaderSpan {
-                name: shift(&h.name),
-                value: shift(&h.value),
-            })
-            .collect();
         let mut parts = request::Parts {
             buf: chunk.clone().unbind(),
-            method: shift(&head.method),
-            target,
+            base: start,
+            method: head.method,
+            target: head.target,
             path,
             query,
             version: head.version,
-            headers,
+            headers: head.headers,
             body: Body::Empty,
         };
         let mut pos = start + head.len;
@@ -330,7 +323,7 @@ impl Connection {
                 if avail >= n {
                     // n <= avail, which came from a usize.
                     let end = pos + usize::try_from(n).unwrap_or(usize::MAX);
-                    parts.body = Body::Slice(pos..end);
+                    parts.body = Body::Slice(pos - start..end - start);
                     pos = end;
                     None
                 } else {
@@ -423,7 +416,7 @@ impl Connection {
         let disp_ref = self.disp.clone_ref(py);
         let disp = disp_ref.get();
         self.note_framing(framing);
-        let buf = parts.buf.bind(py).as_bytes();
+        let buf = &parts.buf.bind(py).as_bytes()[parts.base..];
         // The parser only accepts visible ASCII in the method and target.
         let method = std::str::from_utf8(&buf[parts.method.clone()]).unwrap_or("");
         let path = std::str::from_utf8(&buf[parts.path.clone()]).unwrap_or("");
@@ -795,6 +788,7 @@ impl Connection {
     fn data_received(slf: &Bound<'_, Self>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
         Self::with_borrow(slf, |this, py| {
             this.last_activity = Instant::now();
+            encode::refresh_date();
             if matches!(this.reading, Reading::Stopped) {
                 return Ok(());
             }
@@ -887,6 +881,7 @@ impl Completion {
         let conn = self.conn.bind(py);
         Connection::with_borrow(conn, |this, py| {
             this.in_flight = this.in_flight.saturating_sub(1);
+            encode::refresh_date();
             if this.closed {
                 return Ok(());
             }

@@ -27,6 +27,8 @@ pub enum Body {
 /// The parsed head of one request, owned by the connection until it is dispatched.
 pub struct Parts {
     pub buf: Py<PyBytes>,
+    /// Where the head starts in `buf`; every range below is relative to it.
+    pub base: usize,
     pub method: Range<usize>,
     pub target: Range<usize>,
     pub path: Range<usize>,
@@ -36,7 +38,7 @@ pub struct Parts {
     pub body: Body,
 }
 
-/// Splits a request target into its path and query ranges (absolute offsets).
+/// Splits a request target into its path and query ranges (offsets into `buf`).
 /// absolute-form (`http://host/p?q`) routes on its path; asterisk and authority
 /// forms route on the whole target.
 pub fn split_target(buf: &[u8], target: Range<usize>) -> (Range<usize>, Option<Range<usize>>) {
@@ -134,7 +136,7 @@ impl Request {
     }
 
     fn bytes<'a>(&'a self, py: Python<'a>) -> &'a [u8] {
-        self.parts.buf.bind(py).as_bytes()
+        &self.parts.buf.bind(py).as_bytes()[self.parts.base..]
     }
 
     fn header_values<'a>(

@@ -72,29 +72,41 @@ pub fn status_forbids_body(status: u16) -> bool {
 
 thread_local! {
     /// (unix second, formatted IMF-fixdate). Each loop thread keeps its own copy, so
-    /// no lock is taken; the string is rebuilt at most once a second.
+    /// no lock is taken.
     static DATE: RefCell<(u64, [u8; 29])> = const { RefCell::new((0, [0; 29])) };
 }
 
-/// Appends the current `Date` value (29 bytes, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`).
-pub fn push_date(out: &mut Vec<u8>) {
+/// Re-reads the clock and rebuilds the cached `Date` value if the second changed.
+///
+/// The connection calls this once per read (and per finished handler), not once per
+/// response: a batch of pipelined responses shares one clock read, and the string is
+/// formatted at most once a second.
+pub fn refresh_date() {
     let now = SystemTime::now();
     let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     DATE.with(|cell| {
         let mut cached = cell.borrow_mut();
         if cached.0 != secs {
             let text = httpdate::fmt_http_date(now);
-            let bytes = text.as_bytes();
-            if bytes.len() == 29 {
-                cached.1.copy_from_slice(bytes);
-                cached.0 = secs;
-            } else {
-                // Never happens for dates between 1970 and 9999; write it uncached.
-                out.extend_from_slice(bytes);
-                return;
+            // IMF-fixdate is always 29 bytes for years 1970-9999.
+            if let Ok(bytes) = <[u8; 29]>::try_from(text.as_bytes()) {
+                *cached = (secs, bytes);
             }
         }
-        out.extend_from_slice(&cached.1);
+    });
+}
+
+/// Appends the cached `Date` value (29 bytes, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`).
+pub fn push_date(out: &mut Vec<u8>) {
+    DATE.with(|cell| {
+        let cached = cell.borrow();
+        if cached.0 == 0 {
+            drop(cached);
+            refresh_date();
+            out.extend_from_slice(&cell.borrow().1);
+        } else {
+            out.extend_from_slice(&cached.1);
+        }
     });
 }
 
