@@ -68,7 +68,7 @@ struct Slot {
 /// What to do with the transport once the connection is no longer borrowed.
 #[derive(Default)]
 struct Actions {
-    write: Option<Vec<u8>>,
+    write: Option<Py<PyBytes>>,
     close: bool,
     pause_reading: bool,
     resume_reading: bool,
@@ -594,7 +594,7 @@ impl Connection {
 
     /// Moves every ready response at the front of the queue into `out` and says
     /// what to do with the transport.
-    fn collect(&mut self) -> Actions {
+    fn collect(&mut self, py: Python<'_>) -> Actions {
         while self.queue.front().is_some_and(|s| s.bytes.is_some()) {
             if let Some(Slot { bytes: Some(b), .. }) = self.queue.pop_front() {
                 self.out.extend_from_slice(&b);
@@ -602,7 +602,10 @@ impl Connection {
         }
         let mut actions = Actions::default();
         if !self.out.is_empty() && !self.closed {
-            actions.write = Some(mem::take(&mut self.out));
+            // Copied once into the bytes object the transport takes; `out` keeps its
+            // capacity for the next batch.
+            actions.write = Some(PyBytes::new(py, &self.out).unbind());
+            self.out.clear();
         }
         if self.closing && self.queue.is_empty() && !self.closed {
             actions.close = true;
@@ -626,7 +629,7 @@ impl Connection {
         actions: Actions,
     ) -> PyResult<()> {
         if let (Some(bytes), Some(write)) = (actions.write, write) {
-            write.call1(py, (PyBytes::new(py, &bytes),))?;
+            write.call1(py, (bytes,))?;
         }
         if let Some(t) = transport {
             if actions.close {
@@ -649,7 +652,7 @@ impl Connection {
         let (transport, write, actions) = {
             let mut this = slf.borrow_mut();
             f(&mut this, py)?;
-            let actions = this.collect();
+            let actions = this.collect(py);
             let transport = if actions.close || actions.pause_reading || actions.resume_reading {
                 this.transport.as_ref().map(|t| t.clone_ref(py))
             } else {
