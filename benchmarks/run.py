@@ -6,6 +6,7 @@ Run it with the peers' virtualenv (benchmarks/.work/venv-peers), as the Makefile
 """
 
 import argparse
+import resource
 import sys
 import time
 from datetime import datetime
@@ -34,6 +35,14 @@ def run_with_services(module: ModuleType, plan: measure.Plan, settings: measure.
         return outcome
 
 
+def raise_file_limit() -> None:
+    """Thousands of connections need descriptors on both ends; children inherit this."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", default="all", help=f"all or one of: {', '.join(BY_NAME)}")
@@ -47,6 +56,7 @@ def main() -> int:
         parser.error(f"unknown scenario {args.scenario!r}; choose all or one of {', '.join(BY_NAME)}")
     chosen = ORDER if args.scenario == "all" else [BY_NAME[args.scenario]]
     if not args.docs_only:
+        raise_file_limit()
         settings = measure.Settings.make(args.quick, args.runs, args.seconds)
         about = machine.describe()
         for module in chosen:

@@ -5,6 +5,7 @@ serves, and stopped. A server that cannot start in the first round is dropped an
 its reason recorded; the run goes on.
 """
 
+import shlex
 import statistics
 import sys
 import time
@@ -14,7 +15,7 @@ from typing import Any
 
 from . import loadgen, procs
 from .loadgen import Metrics
-from .paths import WORK
+from .paths import REPO, SERVER_CPU, WORK
 from .servers import ROUTES, Server
 
 
@@ -148,6 +149,7 @@ def _start(plan: Plan, server: Server, settings: Settings, outcome: Outcome, hea
         return None
     if first:
         outcome.servers[server.name]["argv"] = argv
+        outcome.servers[server.name]["command"] = _shell_line(server, port, env, argv)
     target = Target(server, running, settings)
     warm = loadgen.wrk(target.url(plan.ready_route), 50, settings.warmup)
     say(f"{head}: warmed up ({warm.get('rps', 0):,.0f} req/s)")
@@ -180,6 +182,13 @@ def _measure(
             broken.add(cell.ladder)
             say(f"{head}: gave up on {cell.ladder} after {cell.key}")
     return measured
+
+
+def _shell_line(server: Server, port: int, env: dict[str, str], argv: list[str]) -> str:
+    """The start command as one shell line, with $REPO for the repo root."""
+    assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in {"PORT": str(port), **env}.items())
+    line = f"cd {server.cwd} && {assignments} taskset -c {SERVER_CPU} {shlex.join(argv)}"
+    return line.replace(str(REPO), "$REPO")
 
 
 def _brief(metrics: Metrics) -> str:

@@ -69,16 +69,28 @@ def build(
     }
 
 
+def commands(result: Result) -> str:
+    """The exact command lines, folded away: how each server was started and one load
+    command per cell (ports differ from run to run; $REPO is the repo root)."""
+    lines = [f"- {name}: `{info['command']}`" for name, info in result["servers"].items() if "command" in info]
+    lines += [f"- cell {key}: `{line.replace(str(paths.REPO), '$REPO')}`" for key, line in result["commands"].items()]
+    body = "\n".join(lines)
+    return f"<details><summary>Exact commands</summary>\n\n{body}\n\n</details>"
+
+
 def page(module: ModuleType, result: Result, chart_link: str) -> str:
-    mode = " (quick mode: ~1 s per cell, 1 run; indicative only)" if result["quick"] else ""
+    quick = result["quick"]
+    mode = " (quick mode: ~1 s per cell, 1 run; indicative only)" if quick else ""
+    make = f"make bench SCENARIO={module.NAME}{' QUICK=1' if quick else ''}"
     parts = [
         f"## {module.TITLE}",
         f"Run {result['started']} on {result['machine']['cpu']}, {result['machine']['cores']} cores, "
-        f"veter {result['machine']['veter']['commit']}{mode}.",
+        f"veter {result['machine']['veter']['commit']}{mode}, by `{make}`.",
         module.table(result),
         f"![{module.NAME}]({chart_link})",
         "**Method.** " + module.METHOD.strip(),
         missing_servers(result),
+        commands(result),
     ]
     return "\n\n".join(p for p in parts if p) + "\n"
 

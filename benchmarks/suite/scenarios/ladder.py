@@ -34,7 +34,7 @@ def cells(route: str, expected_s: float, settings: Settings) -> list[Cell]:
 
 def table(result: Result) -> str:
     keys = [c["key"] for c in result["cells"]]
-    header = ["server", *[f"{c['rate']}/s p50 / p99 (ok)" for c in result["cells"]]]
+    header = ["server", *[f"{c['rate']}/s p50 / p90 / p99 / p99.9 (ok)" for c in result["cells"]]]
     rows = []
     for server in measured_servers(result):
         row = [f"**{server}**" if server == "veter" else server]
@@ -43,9 +43,9 @@ def table(result: Result) -> str:
             if p99 is None:
                 row.append("gave up")
                 continue
-            p50 = value(result, server, key, "p50_ms")
+            got = [value(result, server, key, m) for m in ("p50_ms", "p90_ms", "p99_ms", "p999_ms")]
             ok = value(result, server, key, "success")
-            row.append(f"{num(p50, 0)} / {num(p99, 0)} ms ({num((ok or 0) * 100, 1)}%)")
+            row.append(" / ".join(num(g, 0) for g in got) + f" ms ({num((ok or 0) * 100, 1)}%)")
         rows.append(row)
     note = (
         "Latency in ms with coordinated-omission correction; 'gave up' = not run because the "
