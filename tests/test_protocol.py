@@ -158,11 +158,43 @@ async def test_async_handler_is_a_real_task() -> None:
         child = asyncio.create_task(asyncio.sleep(0, result=var.get()))
         return {"timeout": outcome, "child_sees": await child, "task": asyncio.current_task() is not None}
 
-    transport, conn = await drive(app, get("/"))
+    transport, _ = await drive(app, get("/"))
     while not transport.data:
         await transport.changed()
     reader = _ResponseReader(False).parse(bytes(transport.data), False)
     assert reader is not None
     assert reader[0].json() == {"timeout": "timed-out", "child_sees": "mine", "task": True}
     assert var.get() == "unset"  # the handler's context did not leak into ours
+    transport.close()
+
+
+async def test_handler_works_with_anyio_cancel_scopes() -> None:
+    """anyio's cancel scopes rely on current_task() and task cancellation: they
+    must work in a handler whether it started eagerly or not."""
+    import anyio
+    import anyio.lowlevel
+
+    app = veter.App()
+
+    @app.get("/")
+    async def handler(request: veter.Request) -> dict[str, object]:
+        with anyio.move_on_after(0.01) as scope:
+            await anyio.sleep(1)
+        async with anyio.create_task_group() as tg:
+            results: list[int] = []
+
+            async def work(n: int) -> None:
+                await anyio.lowlevel.checkpoint()
+                results.append(n)
+
+            for n in range(3):
+                tg.start_soon(work, n)
+        return {"cancelled": scope.cancelled_caught, "results": sorted(results)}
+
+    transport, _ = await drive(app, get("/"))
+    while not transport.data:
+        await transport.changed()
+    parsed = _ResponseReader(False).parse(bytes(transport.data), False)
+    assert parsed is not None
+    assert parsed[0].json() == {"cancelled": True, "results": [0, 1, 2]}
     transport.close()

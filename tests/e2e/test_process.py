@@ -96,9 +96,10 @@ def test_signal_drains_in_flight_then_exits_0(running: Proc, events: Path, sig: 
         (resp,), closed = read_responses(sock, 1)
     assert (resp.status, resp.text) == (200, "finished")
     assert resp.headers["connection"] == "close"
+    assert closed
     assert running.proc.wait(10) == 0
     assert events.read_text().split() == ["startup", "shutdown"]
-    with pytest.raises(OSError):
+    with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
 
