@@ -43,6 +43,8 @@ class App:
         self._shutdown: list[Hook] = []
         self._exception_handlers: dict[type[BaseException], ExceptionHandler] = {}
         self._frozen = False
+        self._started = False
+        self._draining = False
 
     # -- routes ---------------------------------------------------------------
 
@@ -175,10 +177,26 @@ class App:
             table.append((list(route.methods), route.path, target, is_async))
         return _core.Dispatcher(table, self, self.handle_error, **config.dispatcher_kwargs())
 
+    @property
+    def started(self) -> bool:
+        """True once every startup hook has run (in this process)."""
+        return self._started
+
+    @property
+    def draining(self) -> bool:
+        """True once the server stopped accepting and is finishing in-flight requests."""
+        return self._draining
+
+    def begin_draining(self) -> None:
+        """Called by the server when a graceful stop starts (readiness turns false)."""
+        self._draining = True
+
     async def startup(self) -> None:
         """Run the startup hooks in order."""
+        self._draining = False
         for hook in self._startup:
             await _maybe_await(hook())
+        self._started = True
 
     async def shutdown(self) -> None:
         """Run the shutdown hooks in reverse order; every hook runs even if one fails."""

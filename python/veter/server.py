@@ -87,6 +87,7 @@ class Server:
 
     async def stop(self) -> None:
         """Stop accepting, drain, run shutdown hooks."""
+        self.app.begin_draining()
         if self._tick is not None:
             self._tick.cancel()
         if self._server is not None:
