@@ -31,7 +31,8 @@ pub struct Dispatcher {
     pub router: Router,
     pub routes: Vec<Route>,
     pub limits: Limits,
-    pub server_header: Option<String>,
+    /// `Server: <value>\r\n`, or empty when the header is off.
+    pub server_line: Vec<u8>,
     pub keepalive_timeout: Duration,
     pub max_pipelined: usize,
     pub app: Py<PyAny>,
@@ -170,7 +171,8 @@ impl Dispatcher {
             router: tree,
             routes: table,
             limits,
-            server_header,
+            server_line: server_header
+                .map_or_else(Vec::new, |h| format!("Server: {h}\r\n").into_bytes()),
             keepalive_timeout: Duration::from_secs_f64(keepalive_timeout),
             max_pipelined,
             app,
@@ -201,7 +203,6 @@ impl Dispatcher {
     /// Closes keep-alive connections idle for longer than the keep-alive timeout.
     /// Called about once a second by the server; returns how many it closed.
     fn tick(&self, py: Python<'_>) -> PyResult<usize> {
-        crate::http1::encode::refresh_date();
         let now = Instant::now();
         let mut closed = 0;
         for conn in self.snapshot(py) {

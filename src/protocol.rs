@@ -99,9 +99,18 @@ pub struct Connection {
     writing_paused: bool,
     reading_paused: bool,
     last_activity: Instant,
+    /// The `Date` line, refreshed once per read and per finished handler.
+    date: encode::DateLine,
 }
 
 impl Connection {
+    fn common(&self) -> encode::Common<'_> {
+        encode::Common {
+            server_line: &self.disp.get().server_line,
+            date_line: &self.date,
+        }
+    }
+
     pub fn new(py: Python<'_>, disp: Py<Dispatcher>) -> Self {
         let id = disp.get().next_id();
         Connection {
@@ -125,6 +134,7 @@ impl Connection {
             writing_paused: false,
             reading_paused: false,
             last_activity: Instant::now(),
+            date: encode::date_line(),
         }
     }
 
@@ -377,8 +387,11 @@ impl Connection {
     /// Answers a request that could not be parsed and stops reading.
     fn fail(&mut self, err: &ParseError) {
         let mut bytes = Vec::new();
-        let server = self.disp.get().server_header.as_deref();
-        encode::encode_error(&mut bytes, err.status(), err.reason(), server);
+        let common = encode::Common {
+            server_line: &self.disp.get().server_line,
+            date_line: &self.date,
+        };
+        encode::encode_error(&mut bytes, err.status(), err.reason(), common);
         self.emit_bytes(bytes);
         self.reading = Reading::Stopped;
         self.closing = true;
@@ -561,12 +574,15 @@ impl Connection {
     }
 
     fn emit_response(&mut self, py: Python<'_>, resp: &Response, framing: Framing) {
-        let server = self.disp.get().server_header.as_deref();
+        let common = encode::Common {
+            server_line: &self.disp.get().server_line,
+            date_line: &self.date,
+        };
         if self.queue.is_empty() {
-            resp.encode_into(py, &mut self.out, framing, server);
+            resp.encode_into(py, &mut self.out, framing, common);
         } else {
             let mut bytes = Vec::new();
-            resp.encode_into(py, &mut bytes, framing, server);
+            resp.encode_into(py, &mut bytes, framing, common);
             self.emit_bytes(bytes);
         }
     }
@@ -578,7 +594,7 @@ impl Connection {
         framing: Framing,
         out: &mut Vec<u8>,
     ) -> PyResult<()> {
-        encode_result(py, self.disp.get(), result, framing, out)
+        encode_result(py, self.common(), result, framing, out)
     }
 
     fn encode_error(
@@ -589,7 +605,15 @@ impl Connection {
         framing: Framing,
         out: &mut Vec<u8>,
     ) {
-        encode_error(py, self.disp.get(), request, err, framing, out);
+        encode_error(
+            py,
+            self.disp.get(),
+            self.common(),
+            request,
+            err,
+            framing,
+            out,
+        );
     }
 
     /// Moves every ready response at the front of the queue into `out` and says
@@ -693,14 +717,13 @@ fn is_coroutine(obj: &Bound<'_, PyAny>) -> bool {
 /// Turns what a handler returned into response bytes.
 pub fn encode_result(
     py: Python<'_>,
-    disp: &Dispatcher,
+    common: encode::Common<'_>,
     result: &Bound<'_, PyAny>,
     framing: Framing,
     out: &mut Vec<u8>,
 ) -> PyResult<()> {
-    let server = disp.server_header.as_deref();
     if let Ok(resp) = result.cast::<Response>() {
-        resp.borrow().encode_into(py, out, framing, server);
+        resp.borrow().encode_into(py, out, framing, common);
         return Ok(());
     }
     let (body, content_type): (Bound<'_, PyAny>, &str) = if let Ok(s) = result.cast::<PyString>() {
@@ -727,9 +750,8 @@ pub fn encode_result(
         content_type: Some(content_type),
         headers: &[],
         body: body.as_bytes(),
-        server,
     };
-    encode::encode_response(out, &parts, framing);
+    encode::encode_response(out, &parts, framing, common);
     Ok(())
 }
 
@@ -737,25 +759,25 @@ pub fn encode_result(
 pub fn encode_error(
     py: Python<'_>,
     disp: &Dispatcher,
+    common: encode::Common<'_>,
     request: &Py<Request>,
     err: PyErr,
     framing: Framing,
     out: &mut Vec<u8>,
 ) {
-    let server = disp.server_header.as_deref();
     let handled = disp
         .error_handler
         .bind(py)
         .call1((request.clone_ref(py), err.value(py)))
         .and_then(|resp| {
             let resp = resp.cast::<Response>()?;
-            resp.borrow().encode_into(py, out, framing, server);
+            resp.borrow().encode_into(py, out, framing, common);
             Ok(())
         });
     if let Err(inner) = handled {
         inner.print(py);
         Response::new_plain(py, 500, b"Internal Server Error", TEXT_PLAIN)
-            .encode_into(py, out, framing, server);
+            .encode_into(py, out, framing, common);
     }
 }
 
@@ -791,7 +813,7 @@ impl Connection {
     fn data_received(slf: &Bound<'_, Self>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
         Self::with_borrow(slf, |this, py| {
             this.last_activity = Instant::now();
-            encode::refresh_date();
+            this.date = encode::date_line();
             if matches!(this.reading, Reading::Stopped) {
                 return Ok(());
             }
@@ -884,7 +906,7 @@ impl Completion {
         let conn = self.conn.bind(py);
         Connection::with_borrow(conn, |this, py| {
             this.in_flight = this.in_flight.saturating_sub(1);
-            encode::refresh_date();
+            this.date = encode::date_line();
             if this.closed {
                 return Ok(());
             }
@@ -902,11 +924,30 @@ impl Completion {
             let mut bytes = Vec::new();
             match task.call_method0("result") {
                 Ok(result) => {
-                    if let Err(err) = encode_result(py, disp.get(), &result, framing, &mut bytes) {
-                        encode_error(py, disp.get(), &self.request, err, framing, &mut bytes);
+                    if let Err(err) = encode_result(py, this.common(), &result, framing, &mut bytes)
+                    {
+                        encode_error(
+                            py,
+                            disp.get(),
+                            this.common(),
+                            &self.request,
+                            err,
+                            framing,
+                            &mut bytes,
+                        );
                     }
                 }
-                Err(err) => encode_error(py, disp.get(), &self.request, err, framing, &mut bytes),
+                Err(err) => {
+                    encode_error(
+                        py,
+                        disp.get(),
+                        this.common(),
+                        &self.request,
+                        err,
+                        framing,
+                        &mut bytes,
+                    );
+                }
             }
             if let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) {
                 slot.bytes = Some(bytes);

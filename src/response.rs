@@ -103,16 +103,15 @@ impl Response {
         py: Python<'_>,
         out: &mut Vec<u8>,
         framing: Framing,
-        server: Option<&str>,
+        common: encode::Common<'_>,
     ) {
         let parts = Parts {
             status: self.status,
             content_type: self.content_type.as_deref(),
             headers: &self.headers,
             body: self.body.bind(py).as_bytes(),
-            server,
         };
-        encode::encode_response(out, &parts, framing);
+        encode::encode_response(out, &parts, framing, common);
     }
 
     fn push_header(&mut self, name: String, value: String) -> PyResult<()> {

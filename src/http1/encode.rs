@@ -8,61 +8,79 @@
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The reason phrase sent for `status`; unknown codes get an empty phrase, which
-/// RFC 9112 allows.
-pub fn reason(status: u16) -> &'static str {
-    match status {
-        100 => "Continue",
-        101 => "Switching Protocols",
-        200 => "OK",
-        201 => "Created",
-        202 => "Accepted",
-        203 => "Non-Authoritative Information",
-        204 => "No Content",
-        205 => "Reset Content",
-        206 => "Partial Content",
-        300 => "Multiple Choices",
-        301 => "Moved Permanently",
-        302 => "Found",
-        303 => "See Other",
-        304 => "Not Modified",
-        307 => "Temporary Redirect",
-        308 => "Permanent Redirect",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        402 => "Payment Required",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        406 => "Not Acceptable",
-        407 => "Proxy Authentication Required",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        410 => "Gone",
-        411 => "Length Required",
-        412 => "Precondition Failed",
-        413 => "Content Too Large",
-        414 => "URI Too Long",
-        415 => "Unsupported Media Type",
-        416 => "Range Not Satisfiable",
-        417 => "Expectation Failed",
-        418 => "I'm a teapot",
-        421 => "Misdirected Request",
-        422 => "Unprocessable Content",
-        425 => "Too Early",
-        426 => "Upgrade Required",
-        428 => "Precondition Required",
-        429 => "Too Many Requests",
-        431 => "Request Header Fields Too Large",
-        451 => "Unavailable For Legal Reasons",
-        500 => "Internal Server Error",
-        501 => "Not Implemented",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        505 => "HTTP Version Not Supported",
-        _ => "",
-    }
+/// Declares the status table once: `reason()` and the precomputed status lines
+/// both come from it.
+macro_rules! statuses {
+    ($($code:literal => $reason:literal,)*) => {
+        /// The reason phrase sent for `status`; unknown codes get an empty phrase,
+        /// which RFC 9112 allows.
+        pub fn reason(status: u16) -> &'static str {
+            match status {
+                $($code => $reason,)*
+                _ => "",
+            }
+        }
+
+        /// The whole status line (`HTTP/1.1 200 OK\r\n`) for known codes.
+        fn status_line(status: u16) -> Option<&'static [u8]> {
+            match status {
+                $($code => Some(concat!("HTTP/1.1 ", stringify!($code), " ", $reason, "\r\n").as_bytes()),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+statuses! {
+    100 => "Continue",
+    101 => "Switching Protocols",
+    200 => "OK",
+    201 => "Created",
+    202 => "Accepted",
+    203 => "Non-Authoritative Information",
+    204 => "No Content",
+    205 => "Reset Content",
+    206 => "Partial Content",
+    300 => "Multiple Choices",
+    301 => "Moved Permanently",
+    302 => "Found",
+    303 => "See Other",
+    304 => "Not Modified",
+    307 => "Temporary Redirect",
+    308 => "Permanent Redirect",
+    400 => "Bad Request",
+    401 => "Unauthorized",
+    402 => "Payment Required",
+    403 => "Forbidden",
+    404 => "Not Found",
+    405 => "Method Not Allowed",
+    406 => "Not Acceptable",
+    407 => "Proxy Authentication Required",
+    408 => "Request Timeout",
+    409 => "Conflict",
+    410 => "Gone",
+    411 => "Length Required",
+    412 => "Precondition Failed",
+    413 => "Content Too Large",
+    414 => "URI Too Long",
+    415 => "Unsupported Media Type",
+    416 => "Range Not Satisfiable",
+    417 => "Expectation Failed",
+    418 => "I'm a teapot",
+    421 => "Misdirected Request",
+    422 => "Unprocessable Content",
+    425 => "Too Early",
+    426 => "Upgrade Required",
+    428 => "Precondition Required",
+    429 => "Too Many Requests",
+    431 => "Request Header Fields Too Large",
+    451 => "Unavailable For Legal Reasons",
+    500 => "Internal Server Error",
+    501 => "Not Implemented",
+    502 => "Bad Gateway",
+    503 => "Service Unavailable",
+    504 => "Gateway Timeout",
+    505 => "HTTP Version Not Supported",
 }
 
 /// Whether a response with this status never carries a body (RFC 9110 6.4.1).
@@ -70,18 +88,21 @@ pub fn status_forbids_body(status: u16) -> bool {
     status < 200 || status == 204 || status == 304
 }
 
+/// `Date: <IMF-fixdate>\r\n`: 6 + 29 + 2 bytes.
+pub type DateLine = [u8; 37];
+
 thread_local! {
-    /// (unix second, formatted IMF-fixdate). Each loop thread keeps its own copy, so
+    /// (unix second, formatted `Date` line). Each loop thread keeps its own copy, so
     /// no lock is taken.
-    static DATE: RefCell<(u64, [u8; 29])> = const { RefCell::new((0, [0; 29])) };
+    static DATE: RefCell<(u64, DateLine)> = const { RefCell::new((0, [0; 37])) };
 }
 
-/// Re-reads the clock and rebuilds the cached `Date` value if the second changed.
+/// The current `Date` header line, formatted at most once a second.
 ///
-/// The connection calls this once per read (and per finished handler), not once per
-/// response: a batch of pipelined responses shares one clock read, and the string is
-/// formatted at most once a second.
-pub fn refresh_date() {
+/// Connections call this once per read (and per finished handler), not once per
+/// response: a batch of pipelined responses shares one clock read, and the copy
+/// they keep avoids a thread-local lookup per response.
+pub fn date_line() -> DateLine {
     let now = SystemTime::now();
     let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     DATE.with(|cell| {
@@ -89,25 +110,16 @@ pub fn refresh_date() {
         if cached.0 != secs {
             let text = httpdate::fmt_http_date(now);
             // IMF-fixdate is always 29 bytes for years 1970-9999.
-            if let Ok(bytes) = <[u8; 29]>::try_from(text.as_bytes()) {
-                *cached = (secs, bytes);
+            if text.len() == 29 {
+                let mut line = [0; 37];
+                line[..6].copy_from_slice(b"Date: ");
+                line[6..35].copy_from_slice(text.as_bytes());
+                line[35..].copy_from_slice(b"\r\n");
+                *cached = (secs, line);
             }
         }
-    });
-}
-
-/// Appends the cached `Date` value (29 bytes, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`).
-pub fn push_date(out: &mut Vec<u8>) {
-    DATE.with(|cell| {
-        let cached = cell.borrow();
-        if cached.0 == 0 {
-            drop(cached);
-            refresh_date();
-            out.extend_from_slice(&cell.borrow().1);
-        } else {
-            out.extend_from_slice(&cached.1);
-        }
-    });
+        cached.1
+    })
 }
 
 /// What the connection decided about framing for one response.
@@ -127,29 +139,42 @@ pub struct Parts<'a> {
     pub content_type: Option<&'a str>,
     pub headers: &'a [(String, String)],
     pub body: &'a [u8],
-    /// The `Server` header value (`None`: no header).
-    pub server: Option<&'a str>,
+}
+
+/// What every response of a connection shares: precomputed lines.
+#[derive(Clone, Copy)]
+pub struct Common<'a> {
+    /// `Server: ...\r\n`, or empty for no Server header.
+    pub server_line: &'a [u8],
+    pub date_line: &'a DateLine,
+}
+
+fn has_header(headers: &[(String, String)], name: &str) -> bool {
+    headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
 }
 
 /// Appends one whole response to `out`.
-pub fn encode_response(out: &mut Vec<u8>, parts: &Parts<'_>, framing: Framing) {
+pub fn encode_response(out: &mut Vec<u8>, parts: &Parts<'_>, framing: Framing, common: Common<'_>) {
     let status = parts.status;
-    out.reserve(128 + parts.body.len());
-    out.extend_from_slice(b"HTTP/1.1 ");
-    let mut digits = itoa::Buffer::new();
-    out.extend_from_slice(digits.format(status).as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(reason(status).as_bytes());
-    out.extend_from_slice(b"\r\n");
-    if let Some(server) = parts.server {
-        out.extend_from_slice(b"Server: ");
-        out.extend_from_slice(server.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    out.extend_from_slice(b"Date: ");
-    push_date(out);
-    out.extend_from_slice(b"\r\n");
     let no_body = status_forbids_body(status);
+    let send_body = !no_body && !framing.head;
+    out.reserve(160 + if send_body { parts.body.len() } else { 0 });
+    let mut digits = itoa::Buffer::new();
+    if let Some(line) = status_line(status) {
+        out.extend_from_slice(line);
+    } else {
+        out.extend_from_slice(b"HTTP/1.1 ");
+        out.extend_from_slice(digits.format(status).as_bytes());
+        out.extend_from_slice(b" \r\n");
+    }
+    // A handler may set its own Server or Date; then ours is left out.
+    let custom = !parts.headers.is_empty();
+    if !(custom && has_header(parts.headers, "server")) {
+        out.extend_from_slice(common.server_line);
+    }
+    if !(custom && has_header(parts.headers, "date")) {
+        out.extend_from_slice(common.date_line);
+    }
     if let Some(ct) = parts.content_type {
         if !no_body || status == 304 {
             out.extend_from_slice(b"Content-Type: ");
@@ -171,12 +196,13 @@ pub fn encode_response(out: &mut Vec<u8>, parts: &Parts<'_>, framing: Framing) {
         out.extend_from_slice(b"\r\n");
     }
     if !framing.keep_alive {
-        out.extend_from_slice(b"Connection: close\r\n");
+        out.extend_from_slice(b"Connection: close\r\n\r\n");
     } else if framing.http10 {
-        out.extend_from_slice(b"Connection: keep-alive\r\n");
+        out.extend_from_slice(b"Connection: keep-alive\r\n\r\n");
+    } else {
+        out.extend_from_slice(b"\r\n");
     }
-    out.extend_from_slice(b"\r\n");
-    if !no_body && !framing.head {
+    if send_body {
         out.extend_from_slice(parts.body);
     }
 }
@@ -186,83 +212,81 @@ pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// A plain-text error response that closes the connection (parse errors, internal
 /// failures that happen before a handler could answer).
-pub fn encode_error(out: &mut Vec<u8>, status: u16, message: &str, server: Option<&str>) {
+pub fn encode_error(out: &mut Vec<u8>, status: u16, message: &str, common: Common<'_>) {
     let parts = Parts {
         status,
         content_type: Some("text/plain; charset=utf-8"),
         headers: &[],
         body: message.as_bytes(),
-        server,
     };
     let framing = Framing {
         http10: false,
         keep_alive: false,
         head: false,
     };
-    encode_response(out, &parts, framing);
+    encode_response(out, &parts, framing, common);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn encode(parts: &Parts<'_>, framing: Framing) -> String {
-        let mut out = Vec::new();
-        encode_response(&mut out, parts, framing);
-        let text = String::from_utf8(out).unwrap();
-        // Replace the date so the tables below are stable.
-        let start = text.find("Date: ").unwrap() + 6;
-        format!("{}<date>{}", &text[..start], &text[start + 29..])
-    }
-
+    const DATE: &DateLine = b"Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
+    const VETER: Common<'static> = Common {
+        server_line: b"Server: veter\r\n",
+        date_line: DATE,
+    };
+    const NO_SERVER: Common<'static> = Common {
+        server_line: b"",
+        date_line: DATE,
+    };
     const KEEP: Framing = Framing {
         http10: false,
         keep_alive: true,
         head: false,
     };
 
+    fn encode(parts: &Parts<'_>, framing: Framing, common: Common<'_>) -> String {
+        let mut out = Vec::new();
+        encode_response(&mut out, parts, framing, common);
+        String::from_utf8(out).unwrap()
+    }
+
+    fn parts<'a>(status: u16, headers: &'a [(String, String)], body: &'a [u8]) -> Parts<'a> {
+        Parts {
+            status,
+            content_type: None,
+            headers,
+            body,
+        }
+    }
+
     #[test]
     fn plain_response() {
-        let parts = Parts {
-            status: 200,
+        let headers = [("X-A".to_owned(), "1".to_owned())];
+        let p = Parts {
             content_type: Some("text/plain"),
-            headers: &[("X-A".into(), "1".into())],
-            body: b"hi",
-            server: Some("veter"),
+            ..parts(200, &headers, b"hi")
         };
         assert_eq!(
-            encode(&parts, KEEP),
-            "HTTP/1.1 200 OK\r\nServer: veter\r\nDate: <date>\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nX-A: 1\r\n\r\nhi"
+            encode(&p, KEEP, VETER),
+            "HTTP/1.1 200 OK\r\nServer: veter\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nX-A: 1\r\n\r\nhi"
         );
     }
 
     #[test]
     fn head_keeps_length_drops_body() {
-        let parts = Parts {
-            status: 200,
-            content_type: None,
-            headers: &[],
-            body: b"hello",
-            server: None,
-        };
         let framing = Framing { head: true, ..KEEP };
         assert_eq!(
-            encode(&parts, framing),
-            "HTTP/1.1 200 OK\r\nDate: <date>\r\nContent-Length: 5\r\n\r\n"
+            encode(&parts(200, &[], b"hello"), framing, NO_SERVER),
+            "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 5\r\n\r\n"
         );
     }
 
     #[test]
     fn no_body_statuses() {
-        for status in [204_u16, 304] {
-            let parts = Parts {
-                status,
-                content_type: None,
-                headers: &[],
-                body: b"ignored",
-                server: None,
-            };
-            let text = encode(&parts, KEEP);
+        for status in [100_u16, 204, 304] {
+            let text = encode(&parts(status, &[], b"ignored"), KEEP, NO_SERVER);
             assert!(!text.contains("Content-Length"), "{text}");
             assert!(text.ends_with("\r\n\r\n"), "{text}");
         }
@@ -270,38 +294,48 @@ mod tests {
 
     #[test]
     fn close_and_http10_keep_alive() {
-        let parts = Parts {
-            status: 404,
-            content_type: None,
-            headers: &[],
-            body: b"",
-            server: None,
-        };
         let closing = Framing {
             keep_alive: false,
             ..KEEP
         };
-        assert!(encode(&parts, closing).contains("Connection: close\r\n"));
+        let p = parts(404, &[], b"");
+        assert!(encode(&p, closing, VETER).ends_with("Connection: close\r\n\r\n"));
         let old = Framing {
             http10: true,
             ..KEEP
         };
-        assert!(encode(&parts, old).contains("Connection: keep-alive\r\n"));
-        assert!(encode(&parts, KEEP).starts_with("HTTP/1.1 404 Not Found\r\n"));
+        assert!(encode(&p, old, VETER).ends_with("Connection: keep-alive\r\n\r\n"));
+        assert!(encode(&p, KEEP, VETER).starts_with("HTTP/1.1 404 Not Found\r\n"));
     }
 
     #[test]
-    fn date_is_imf_fixdate() {
-        let mut out = Vec::new();
-        push_date(&mut out);
-        assert_eq!(out.len(), 29);
-        assert!(out.ends_with(b" GMT"));
+    fn unknown_status_has_empty_reason() {
+        assert!(encode(&parts(299, &[], b""), KEEP, NO_SERVER).starts_with("HTTP/1.1 299 \r\n"));
+        assert_eq!(reason(299), "");
+        assert_eq!(reason(503), "Service Unavailable");
+    }
+
+    #[test]
+    fn handler_server_and_date_replace_ours() {
+        let headers = [
+            ("server".to_owned(), "mine".to_owned()),
+            ("Date".to_owned(), "then".to_owned()),
+        ];
+        let text = encode(&parts(200, &headers, b""), KEEP, VETER);
+        assert!(!text.contains("veter") && !text.contains("1994"), "{text}");
+        assert!(text.contains("server: mine\r\n") && text.contains("Date: then\r\n"));
+    }
+
+    #[test]
+    fn date_line_is_imf_fixdate() {
+        let line = date_line();
+        assert!(line.starts_with(b"Date: ") && line.ends_with(b" GMT\r\n"));
     }
 
     #[test]
     fn error_response_closes() {
         let mut out = Vec::new();
-        encode_error(&mut out, 400, "bad", None);
+        encode_error(&mut out, 400, "bad", NO_SERVER);
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"));
         assert!(text.contains("Connection: close\r\n"));
