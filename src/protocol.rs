@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use smallvec::SmallVec;
 
 use crate::dispatcher::Dispatcher;
 use crate::http1::body::ChunkedDecoder;
@@ -99,6 +100,9 @@ pub struct Connection {
     writing_paused: bool,
     reading_paused: bool,
     last_activity: Instant,
+    /// Scratch vector the parser fills, handed back after each head so header spans
+    /// cost no allocation per request.
+    spans: Vec<parse::HeaderSpan>,
     /// The `Date` line, refreshed once per read and per finished handler.
     date: encode::DateLine,
 }
@@ -134,6 +138,7 @@ impl Connection {
             writing_paused: false,
             reading_paused: false,
             last_activity: Instant::now(),
+            spans: Vec::new(),
             date: encode::date_line(),
         }
     }
@@ -283,9 +288,12 @@ impl Connection {
                         return Ok(());
                     }
                     let limits = &self.disp.get().limits;
-                    let head = match parse::parse_head(&data[pos..], limits) {
+                    let mut spans = mem::take(&mut self.spans);
+                    let parsed = parse::parse_head_into(&data[pos..], limits, &mut spans);
+                    let head = match parsed {
                         Ok(Some(head)) => head,
                         Ok(None) => {
+                            self.spans = spans;
                             self.buf.extend_from_slice(&data[pos..]);
                             return Ok(());
                         }
@@ -306,7 +314,7 @@ impl Connection {
         py: Python<'_>,
         chunk: &Bound<'_, PyBytes>,
         start: usize,
-        head: Head,
+        mut head: Head,
     ) -> PyResult<usize> {
         let data = chunk.as_bytes();
         // Ranges stay relative to the head's first byte (`base`): no copying or
@@ -322,9 +330,10 @@ impl Connection {
             path,
             query,
             version: head.version,
-            headers: head.headers,
+            headers: head.headers.drain(..).collect::<SmallVec<_>>(),
             body: Body::Empty,
         };
+        self.spans = head.headers;
         let mut pos = start + head.len;
         let state = match head.body {
             BodyKind::Empty => None,
