@@ -88,11 +88,14 @@ pub struct ChunkedDecoder {
     size_digits: u32,
     ext_bytes: usize,
     trailer_bytes: usize,
+    /// Chunk-size lines completed so far (the last chunk's included).
+    chunks: u64,
     decoded: u64,
     error: Option<ParseError>,
     max_body_bytes: u64,
     max_chunk_ext_bytes: usize,
     max_trailer_bytes: usize,
+    max_chunk_count: u64,
 }
 
 impl ChunkedDecoder {
@@ -105,11 +108,13 @@ impl ChunkedDecoder {
             size_digits: 0,
             ext_bytes: 0,
             trailer_bytes: 0,
+            chunks: 0,
             decoded: 0,
             error: None,
             max_body_bytes: limits.max_body_bytes,
             max_chunk_ext_bytes: limits.max_chunk_ext_bytes,
             max_trailer_bytes: limits.max_trailer_bytes,
+            max_chunk_count: limits.max_chunk_count,
         }
     }
 
@@ -121,8 +126,8 @@ impl ChunkedDecoder {
     /// # Errors
     ///
     /// 400 for malformed framing, 413 when the decoded total would exceed
-    /// `max_body_bytes`, 431 for trailers over `max_trailer_bytes`. The error is
-    /// sticky: later calls return it again.
+    /// `max_body_bytes` or the chunks `max_chunk_count`, 431 for trailers over
+    /// `max_trailer_bytes`. The error is sticky: later calls return it again.
     pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(usize, bool), ParseError> {
         if let Some(e) = &self.error {
             return Err(e.clone());
@@ -261,6 +266,10 @@ impl ChunkedDecoder {
     /// The chunk-size line is complete: check the running total before reading any of
     /// the data, so an oversized body is refused without buffering it.
     fn end_size_line(&mut self) -> Result<State, ParseError> {
+        self.chunks += 1;
+        if self.chunks > self.max_chunk_count {
+            return Err(ParseError::PayloadTooLarge);
+        }
         match self.decoded.checked_add(self.size) {
             Some(total) if total <= self.max_body_bytes => {}
             _ => return Err(ParseError::PayloadTooLarge),

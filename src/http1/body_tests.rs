@@ -196,6 +196,7 @@ fn limits_have_exact_edges() {
         max_body_bytes: 10,
         max_chunk_ext_bytes: 6,
         max_trailer_bytes: 8,
+        max_chunk_count: 3,
         ..Limits::default()
     };
     let table: &[(&[u8], Result<usize, ParseError>)] = &[
@@ -210,6 +211,16 @@ fn limits_have_exact_edges() {
         (b"1;a=bcde\r\n", Err(bad("chunk extensions too long"))),
         // Trailer bytes: "X: 1234\r\n" is 9, one too many; "X: 123\r\n" is 8.
         (b"0\r\nX: 123\r\n\r\n", Ok(0)),
+        // Chunks, the last one included: 3 allowed, a 4th size line refused.
+        (b"1\r\na\r\n1\r\nb\r\n0\r\n\r\n", Ok(2)),
+        (
+            b"1\r\na\r\n1\r\nb\r\n1\r\nc\r\n0\r\n",
+            Err(ParseError::PayloadTooLarge),
+        ),
+        (
+            b"1\r\na\r\n1\r\nb\r\n1\r\nc\r\n1\r\n",
+            Err(ParseError::PayloadTooLarge),
+        ),
         (
             b"0\r\nX: 1234\r\n\r\n",
             Err(ParseError::HeaderFieldsTooLarge),
