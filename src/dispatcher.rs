@@ -18,6 +18,9 @@ use crate::http1::limits::Limits;
 use crate::protocol::Connection;
 use crate::router::tree::Router;
 
+/// How long a connection may stay idle once a graceful shutdown started.
+const DRAIN_IDLE: Duration = Duration::from_secs(1);
+
 /// One handler, as the core calls it.
 pub struct Route {
     pub handler: Py<PyAny>,
@@ -40,6 +43,8 @@ pub struct Dispatcher {
     /// `asyncio.Task` when eager task start is available (Python 3.12+).
     pub eager_task: Option<Py<PyAny>>,
     pub shutting_down: AtomicBool,
+    /// Requests routed so far (for recycling by request count and for metrics).
+    pub requests_served: AtomicU64,
     next_id: AtomicU64,
     connections: Mutex<HashMap<u64, Py<Connection>>>,
     on_drained: Mutex<Option<Py<PyAny>>>,
@@ -179,6 +184,7 @@ impl Dispatcher {
             error_handler,
             eager_task,
             shutting_down: AtomicBool::new(false),
+            requests_served: AtomicU64::new(0),
             next_id: AtomicU64::new(0),
             connections: Mutex::new(HashMap::new()),
             on_drained: Mutex::new(None),
@@ -195,6 +201,12 @@ impl Dispatcher {
         self.lock().len()
     }
 
+    /// Requests routed to a handler, a 404 or a 405 since the dispatcher was built.
+    #[getter]
+    fn requests_served(&self) -> u64 {
+        self.requests_served.load(Ordering::Relaxed)
+    }
+
     #[getter]
     fn eager_tasks(&self) -> bool {
         self.eager_task.is_some()
@@ -205,8 +217,15 @@ impl Dispatcher {
     fn tick(&self, py: Python<'_>) -> PyResult<usize> {
         let now = Instant::now();
         let mut closed = 0;
+        // While draining, a connection that was accepted but sends nothing is not
+        // waited for as long as a keep-alive one.
+        let idle_limit = if self.shutting_down.load(Ordering::Relaxed) {
+            self.keepalive_timeout.min(DRAIN_IDLE)
+        } else {
+            self.keepalive_timeout
+        };
         for conn in self.snapshot(py) {
-            if Connection::reap_if_idle(conn.bind(py), now, self.keepalive_timeout)? {
+            if Connection::reap_if_idle(conn.bind(py), now, idle_limit)? {
                 closed += 1;
             }
         }

@@ -92,6 +92,8 @@ pub struct Connection {
     queue: VecDeque<Slot>,
     out: Vec<u8>,
     next_seq: u64,
+    /// Requests dispatched on this connection.
+    served: u64,
     in_flight: usize,
     /// A response that closes the connection has been emitted.
     closing: bool,
@@ -131,6 +133,7 @@ impl Connection {
             queue: VecDeque::new(),
             out: Vec::new(),
             next_seq: 0,
+            served: 0,
             in_flight: 0,
             closing: false,
             closed: false,
@@ -176,7 +179,10 @@ impl Connection {
         if this.closed {
             return Ok(());
         }
-        if this.is_idle() {
+        // A connection that has not sent a request yet may have one on the way (just
+        // accepted, bytes not read yet): closing it would fail a request the client
+        // cannot know is safe to retry. The reaper closes it if it stays silent.
+        if this.is_idle() && this.served > 0 {
             this.reading = Reading::Stopped;
             this.closed = true;
             let transport = this.transport.as_ref().map(|t| t.clone_ref(py));
@@ -437,6 +443,8 @@ impl Connection {
     ) -> PyResult<()> {
         let disp_ref = self.disp.clone_ref(py);
         let disp = disp_ref.get();
+        disp.requests_served
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.note_framing(framing);
         let buf = &parts.buf.bind(py).as_bytes()[parts.base..];
         // The parser only accepts visible ASCII in the method and target.
@@ -813,9 +821,9 @@ impl Connection {
         let id = this.id;
         drop(this);
         d.register(id, slf.clone().unbind());
-        if d.shutting_down.load(std::sync::atomic::Ordering::Relaxed) {
-            transport.call_method0("close")?;
-        }
+        // A connection accepted just before the drain began (its connection_made runs
+        // after the listener closed) is still served: its first response carries
+        // `Connection: close`, and the reaper closes it if it sends nothing.
         Ok(())
     }
 

@@ -219,7 +219,9 @@ class App:
             changes["host"] = host
         if port is not None:
             changes["port"] = port
-        run(self, self.config.with_(**changes))
+        code = run(self, self.config.with_(**changes))
+        if code:
+            raise SystemExit(code)
 
     def _check_open(self, what: str) -> None:
         if self._frozen:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from typing import Any
@@ -94,19 +95,115 @@ def main() -> None:
     default=None,
     help=f"Thread pool for blocking handlers [default: {_DEFAULTS.max_threads}].",
 )
-def run(app_ref: str, no_server_header: bool, **options: Any) -> None:
-    """Serve MODULE:APP until SIGINT or SIGTERM."""
-    from veter.server import run as serve
+@click.option(
+    "--workers", default="1", show_default=True, help="Worker processes, or 'auto' for one per CPU."
+)
+@click.option("--single-process", is_flag=True, help="Serve in this process, without a master (debugging).")
+@click.option(
+    "--worker-timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds a worker's loop may stall before it is dumped and replaced.",
+)
+@click.option(
+    "--max-requests",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Recycle a worker after this many requests (0: never).",
+)
+@click.option(
+    "--max-requests-jitter",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Up to this many more requests, per worker, so they do not recycle together.",
+)
+@click.option(
+    "--max-rss",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Recycle a worker whose resident memory passes this many MiB (0: never).",
+)
+@click.option(
+    "--max-lifetime",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Recycle a worker after this many seconds (0: never).",
+)
+@click.option(
+    "--reuse-port", is_flag=True, help="Each worker binds its own SO_REUSEPORT socket instead of sharing one."
+)
+def run(
+    app_ref: str,
+    no_server_header: bool,
+    workers: str,
+    single_process: bool,
+    worker_timeout: float,
+    max_requests: int,
+    max_requests_jitter: int,
+    max_rss: int,
+    max_lifetime: float,
+    reuse_port: bool,
+    **options: Any,
+) -> None:
+    """Serve MODULE:APP until SIGINT or SIGTERM.
 
-    app = _load(app_ref)
+    By default a master process supervises --workers worker processes that share
+    one listening socket; --single-process serves without a master.
+    """
+    from veter.server import configure_logging
+
     changes = {k: v for k, v in options.items() if v is not None}
     if no_server_header:
         changes["server_header"] = None
+    configure_logging()
+    if single_process:
+        from veter.server import run as serve
+
+        app = _load(app_ref)
+        config = _server_config(app.config, changes)
+        sys.exit(serve(app, config))
+
+    from veter.config import ServerConfig
+    from veter.supervisor import Master, MasterConfig
+
+    # The master does not import the app (workers do, after the fork): settings
+    # given to veter.App(...) apply in the workers; flags apply everywhere.
+    config = _server_config(ServerConfig(), changes)
+    count = (os.cpu_count() or 1) if workers == "auto" else _parse_workers(workers)
+    if reuse_port and config.port == 0:
+        raise click.ClickException("--reuse-port needs a fixed --port (each worker binds its own socket)")
     try:
-        config = app.config.with_(**changes)
+        master_config = MasterConfig(
+            workers=count,
+            worker_timeout=worker_timeout,
+            max_requests=max_requests,
+            max_requests_jitter=max_requests_jitter,
+            max_rss=max_rss * 2**20,
+            max_lifetime=max_lifetime,
+            reuse_port=reuse_port,
+        )
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(Master(app_ref, config, master_config, overrides=changes).run())
+
+
+def _parse_workers(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise click.ClickException(f"--workers must be a number or 'auto', not {value!r}") from None
+
+
+def _server_config(base: ServerConfig, changes: dict[str, Any]) -> ServerConfig:
+    try:
+        return base.with_(**changes)
     except (TypeError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    serve(app, config)
 
 
 @main.command()

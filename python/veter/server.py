@@ -10,10 +10,11 @@ run the shutdown hooks.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from veter import _core
@@ -39,6 +40,8 @@ class Server:
         self._server: asyncio.Server | None = None
         self._tick: asyncio.TimerHandle | None = None
         self._stop = asyncio.Event()
+        #: The process exit status: non-zero after a fatal error (see ``fail``).
+        self.exit_code = 0
 
     @property
     def sockets(self) -> list[socket.socket]:
@@ -54,6 +57,7 @@ class Server:
         await self.app.startup()
         self.dispatcher = self.app.build_dispatcher(self.config)
         loop = asyncio.get_running_loop()
+        loop.set_exception_handler(self._on_loop_error)
         if sock is not None:
             self._server = await loop.create_server(self.dispatcher, sock=sock, backlog=self.config.backlog)
         else:
@@ -78,6 +82,21 @@ class Server:
                 log.exception("connection reaper failed")
         self._schedule_tick()
 
+    def _on_loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """Errors the loop could not hand to anyone. Most are logged and survived;
+        the ones that leave the process unable to serve end it, so a supervisor
+        replaces it instead of keeping a half-alive worker."""
+        exc = context.get("exception")
+        if is_fatal(exc):
+            self.fail(f"fatal error: {context.get('message')}: {exc!r}")
+        loop.default_exception_handler(context)
+
+    def fail(self, reason: str) -> None:
+        """Stop with a non-zero exit status (used for errors the process cannot recover from)."""
+        log.critical("%s; stopping this process", reason)
+        self.exit_code = 70  # EX_SOFTWARE
+        self._stop.set()
+
     def request_stop(self) -> None:
         """Ask ``serve_forever`` to return (signal-safe: only sets an event)."""
         self._stop.set()
@@ -88,12 +107,11 @@ class Server:
     async def stop(self) -> None:
         """Stop accepting, drain, run shutdown hooks."""
         self.app.begin_draining()
-        if self._tick is not None:
-            self._tick.cancel()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.graceful_timeout
         if self._server is not None:
             self._server.close()
         if self.dispatcher is not None:
-            loop = asyncio.get_running_loop()
             drained: asyncio.Future[None] = loop.create_future()
 
             def on_drained() -> None:
@@ -101,21 +119,31 @@ class Server:
                     drained.set_result(None)
 
             self.dispatcher.shutdown(on_drained)
-            try:
-                await asyncio.wait_for(drained, self.config.graceful_timeout)
-            except TimeoutError:
-                left = self.dispatcher.abort_all()
-                log.warning("graceful timeout: closed %d connection(s) with requests in flight", left)
+            await self._within(drained, deadline)
         if self._server is not None:
-            await self._server.wait_closed()
+            # Also waits for connections the loop accepted just before the listener
+            # closed, whose protocol had not started yet when the drain began.
+            await self._within(self._server.wait_closed(), deadline)
+        if self._tick is not None:
+            self._tick.cancel()
         try:
             await self.app.shutdown()
         finally:
             shutdown_thread_pool()
 
+    async def _within(self, awaitable: Awaitable[None], deadline: float) -> None:
+        """Await ``awaitable`` until ``deadline``; past it, close every connection."""
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.wait_for(awaitable, max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            assert self.dispatcher is not None
+            left = self.dispatcher.abort_all()
+            log.warning("graceful timeout: closed %d connection(s) with requests in flight", left)
 
-async def serve(app: App, config: ServerConfig, *, ready: Callable[[Server], Any] | None = None) -> None:
-    """Serve until SIGINT/SIGTERM, then stop gracefully."""
+
+async def serve(app: App, config: ServerConfig, *, ready: Callable[[Server], Any] | None = None) -> int:
+    """Serve until SIGINT/SIGTERM, then stop gracefully; returns the exit status."""
     server = Server(app, config)
     loop = asyncio.get_running_loop()
     await server.start()
@@ -133,11 +161,26 @@ async def serve(app: App, config: ServerConfig, *, ready: Callable[[Server], Any
             loop.remove_signal_handler(sig)
         await server.stop()
     log.info("stopped")
+    return server.exit_code
 
 
-def run(app: App, config: ServerConfig) -> None:
-    """Run ``serve`` on a new event loop (uvloop when available)."""
+def is_fatal(exc: object) -> bool:
+    """Out of descriptors or memory on accept, or a broken invariant in the core."""
+    if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+        return True
+    return type(exc).__name__ == "PanicException"
+
+
+def configure_logging() -> None:
+    """Plain log lines to stderr, unless the application configured logging itself."""
     if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
+        )
+
+
+def run(app: App, config: ServerConfig) -> int:
+    """Run ``serve`` on a new event loop (uvloop when available); returns the exit status."""
+    configure_logging()
     with asyncio.Runner(loop_factory=loop_factory(config.loop)) as runner:
-        runner.run(serve(app, config))
+        return runner.run(serve(app, config))

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,53 +14,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import read_responses, wait_closed
-
-ROOT = Path(__file__).resolve().parents[2]
-READY = re.compile(r"veter serving on http://127\.0\.0\.1:(\d+)")
-
-
-class Proc:
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "veter", *args],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self.port: int | None = None
-        self._ready = threading.Event()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            match = READY.search(line)
-            if match:
-                self.port = int(match.group(1))
-                self._ready.set()
-        self._ready.set()
-
-    def wait_ready(self, timeout: float = 30) -> int:
-        assert self._ready.wait(timeout), "server did not report readiness"
-        assert self.port is not None, "".join(self.lines)
-        return self.port
-
-    def output(self) -> str:
-        self._reader.join(10)
-        return "".join(self.lines)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-        self._reader.join(10)
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
+from .processes import ROOT, Proc
 
 
 @pytest.fixture

@@ -1,0 +1,366 @@
+"""The master process: supervises N workers serving one port.
+
+The master binds the listening socket, forks the workers, and then only watches:
+signals (through a self-pipe), one status pipe per worker, and exits of children.
+It runs no event loop and imports no application code, so nothing in the app can
+block it or crash it.
+
+Signals: TERM/INT stop gracefully (workers drain up to the graceful timeout, then
+are killed); HUP replaces every worker, one at a time, a new one ready before an old
+one is told to stop; TTIN/TTOU add or remove a worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from veter.config import ServerConfig
+from veter.supervisor.sockets import bind
+from veter.supervisor.worker import FATAL, HEARTBEAT, READY, RECYCLE, WorkerSpec, run_worker
+
+__all__ = ["Master", "MasterConfig"]
+
+log = logging.getLogger("veter.master")
+
+EXIT_STARTUP_FAILED = 3
+#: How long a worker dumped for being stuck gets to print its traceback.
+DUMP_GRACE = 0.5
+
+
+@dataclass(frozen=True)
+class MasterConfig:
+    workers: int = 1
+    #: Seconds without a heartbeat before a worker is dumped and replaced.
+    worker_timeout: float = 30.0
+    #: Recycle a worker after this many requests (0: never), plus up to jitter more.
+    max_requests: int = 0
+    max_requests_jitter: int = 0
+    #: Recycle a worker whose RSS passes this many bytes (0: never).
+    max_rss: int = 0
+    #: Recycle a worker alive for longer than this many seconds (0: never).
+    max_lifetime: float = 0.0
+    #: Each worker binds its own SO_REUSEPORT socket instead of sharing the master's.
+    reuse_port: bool = False
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError("workers must be at least 1")
+        if not self.worker_timeout > 0:
+            raise ValueError("worker_timeout must be a positive number of seconds")
+        for name in ("max_requests", "max_requests_jitter", "max_rss"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+        if self.max_lifetime < 0:
+            raise ValueError("max_lifetime must be >= 0")
+
+
+@dataclass
+class _Worker:
+    pid: int
+    fd: int
+    started: float
+    last_heartbeat: float
+    ready: bool = False
+    stopping: bool = False
+    dumped_at: float | None = None
+    kill_at: float = 0.0  # when a stopping worker is killed if still alive
+    replaces: int | None = None  # pid of the worker this one replaces (HUP, recycling)
+
+
+class Master:
+    def __init__(
+        self,
+        app_ref: str,
+        server: ServerConfig,
+        config: MasterConfig,
+        *,
+        overrides: dict[str, Any] | None = None,
+    ) -> None:
+        self.app_ref = app_ref
+        #: Listening settings for the master; workers apply ``overrides`` to their app's config.
+        self.server = server
+        self.overrides = dict(overrides or {})
+        self.config = config
+        self.target = config.workers
+        self.workers: dict[int, _Worker] = {}
+        self.sock: socket.socket | None = None
+        self.stopping = False
+        self.exit_code = 0
+        self.ever_ready = False
+        self.respawn_delay = 0.0
+        self.next_spawn_at = 0.0
+        self.restarts = 0
+        self._signals: list[int] = []
+        self._hup_queue: list[int] = []
+        self._wake_r, self._wake_w = socket.socketpair()
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def run(self) -> int:
+        if not self.config.reuse_port:
+            self.sock = bind(self.server.host, self.server.port, self.server.backlog)
+            host, port = self.sock.getsockname()[:2]
+        else:
+            host, port = self.server.host, self.server.port
+        self._install_signals()
+        log.info("veter master %d: %d worker(s) for %s", os.getpid(), self.target, self.app_ref)
+        for _ in range(self.target):
+            self._spawn()
+        started_logged = False
+        try:
+            while self.workers or not self.stopping:
+                self._tick()
+                if not started_logged and self.ever_ready:
+                    started_logged = True
+                    log.info("veter serving on http://%s:%d (%d workers)", host, port, self.target)
+        finally:
+            if self.sock is not None:
+                self.sock.close()
+            self._wake_r.close()
+            self._wake_w.close()
+        log.info("master %d: stopped", os.getpid())
+        return self.exit_code
+
+    def _install_signals(self) -> None:
+        self._wake_w.setblocking(False)
+        signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
+        for sig in (
+            signal.SIGTERM,
+            signal.SIGINT,
+            signal.SIGHUP,
+            signal.SIGTTIN,
+            signal.SIGTTOU,
+            signal.SIGCHLD,
+        ):
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self._signals.append(signum)
+
+    # -- the loop ------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        fds = [self._wake_r.fileno()] + [w.fd for w in self.workers.values()]
+        try:
+            readable, _, _ = select.select(fds, [], [], 0.1)
+        except InterruptedError:
+            readable = []
+        if self._wake_r.fileno() in readable:
+            with contextlib.suppress(BlockingIOError):
+                self._wake_r.recv(4096)
+        while self._signals:
+            self._handle_signal(self._signals.pop(0))
+        for worker in list(self.workers.values()):
+            if worker.fd in readable:
+                self._read_status(worker)
+        self._reap()
+        self._check_health()
+        self._maintain()
+
+    def _handle_signal(self, signum: int) -> None:
+        if signum in (signal.SIGTERM, signal.SIGINT):
+            if not self.stopping:
+                log.info("master: %s, stopping workers gracefully", signal.Signals(signum).name)
+                self._stop_all()
+        elif signum == signal.SIGHUP and not self.stopping:
+            log.info("master: SIGHUP, replacing workers one at a time")
+            # Workers still starting are replaced too: they may have imported the old code.
+            self._hup_queue = [w.pid for w in self.workers.values() if not w.stopping and w.replaces is None]
+            self._next_replacement()
+        elif signum == signal.SIGTTIN and not self.stopping:
+            self.target += 1
+            log.info("master: SIGTTIN, now %d workers", self.target)
+        elif signum == signal.SIGTTOU and not self.stopping and self.target > 1:
+            self.target -= 1
+            log.info("master: SIGTTOU, now %d workers", self.target)
+
+    def _read_status(self, worker: _Worker) -> None:
+        try:
+            data = os.read(worker.fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        now = time.monotonic()
+        for byte in (data[i : i + 1] for i in range(len(data))):
+            worker.last_heartbeat = now
+            if byte == READY:
+                self._on_ready(worker)
+            elif byte == RECYCLE and not worker.stopping and not self.stopping:
+                if not any(w.replaces == worker.pid for w in self.workers.values()):
+                    self._spawn(replaces=worker.pid)
+            elif byte == FATAL:
+                self._on_fatal(worker)
+            elif byte != HEARTBEAT:
+                log.warning("worker %d sent an unknown status byte %r", worker.pid, byte)
+
+    def _on_ready(self, worker: _Worker) -> None:
+        log.info("worker %d ready", worker.pid)
+        worker.ready = True
+        self.ever_ready = True
+        self.respawn_delay = 0.0
+        if worker.replaces is not None:
+            old = self.workers.get(worker.replaces)
+            if old is not None and not old.stopping:
+                self._terminate(old)
+            worker.replaces = None
+            self._next_replacement()
+
+    def _next_replacement(self) -> None:
+        """Start the replacement of the next worker a rolling restart still has to replace."""
+        while self._hup_queue:
+            old = self.workers.get(self._hup_queue.pop(0))
+            if old is not None and not old.stopping:
+                self._spawn(replaces=old.pid)
+                return
+
+    def _on_fatal(self, worker: _Worker) -> None:
+        if worker.replaces is not None:
+            # A replacement (HUP or recycling) could not start: keep the old worker.
+            log.error("replacement worker %d failed to start; keeping worker %d", worker.pid, worker.replaces)
+            self._hup_queue = []
+            return
+        log.error("worker %d failed to start the app: stopping (exit %d)", worker.pid, EXIT_STARTUP_FAILED)
+        self.exit_code = EXIT_STARTUP_FAILED
+        self._stop_all()
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            worker = self.workers.pop(pid, None)
+            if worker is None:
+                continue
+            os.close(worker.fd)
+            code = os.waitstatus_to_exitcode(status)
+            if worker.stopping or self.stopping:
+                log.info("worker %d exited (%d)", pid, code)
+                continue
+            self.restarts += 1
+            if not worker.ready:
+                # Died during startup without saying why: back off before trying again.
+                self.respawn_delay = min(max(self.respawn_delay * 2, 0.1), 5.0)
+                self.next_spawn_at = time.monotonic() + self.respawn_delay
+                log.error(
+                    "worker %d died during startup (%d); retrying in %.1f s", pid, code, self.respawn_delay
+                )
+            else:
+                log.error("worker %d died (%d); replacing it", pid, code)
+
+    def _check_health(self) -> None:
+        now = time.monotonic()
+        for worker in list(self.workers.values()):
+            if worker.dumped_at is not None:
+                if now - worker.dumped_at > DUMP_GRACE:
+                    self._kill(worker.pid)
+                continue
+            if worker.stopping:
+                if now > worker.kill_at:
+                    log.warning("worker %d did not stop within the graceful timeout: killing it", worker.pid)
+                    self._kill(worker.pid)
+                    worker.kill_at = now + 60  # do not log again while the kernel reaps it
+                continue
+            silent_for = now - worker.last_heartbeat
+            if silent_for > self.config.worker_timeout:
+                log.error(
+                    "worker %d: event loop has not turned for %.1f s (worker timeout %g s): dumping its "
+                    "stack and replacing it",
+                    worker.pid,
+                    silent_for,
+                    self.config.worker_timeout,
+                )
+                worker.dumped_at = now
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(worker.pid, signal.SIGUSR1)
+
+    def _maintain(self) -> None:
+        if self.stopping:
+            return
+        active = [w for w in self.workers.values() if not w.stopping and w.dumped_at is None]
+        replacing = [w for w in active if w.replaces is not None]
+        serving = len(active) - len(replacing)
+        if serving < self.target and time.monotonic() >= self.next_spawn_at:
+            for _ in range(self.target - serving):
+                self._spawn()
+        elif serving > self.target:
+            newest = sorted((w for w in active if w.replaces is None), key=lambda w: w.started)
+            for worker in newest[self.target :]:
+                self._terminate(worker)
+
+    # -- process control -----------------------------------------------------------
+
+    def _spawn(self, replaces: int | None = None) -> None:
+        read_fd, write_fd = os.pipe()
+        spec = WorkerSpec(
+            app_ref=self.app_ref,
+            overrides=self.overrides,
+            loop=self.server.loop,
+            master_pid=os.getpid(),
+            heartbeat_interval=min(1.0, self.config.worker_timeout / 4),
+            max_requests=self.config.max_requests,
+            max_requests_jitter=self.config.max_requests_jitter,
+            max_rss=self.config.max_rss,
+            max_lifetime=self.config.max_lifetime,
+        )
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 1
+            try:
+                os.close(read_fd)
+                for other in self.workers.values():
+                    os.close(other.fd)
+                self._wake_r.close()
+                self._wake_w.close()
+                sock = self.sock
+                if sock is None:
+                    sock = bind(self.server.host, self.server.port, self.server.backlog, reuse_port=True)
+                code = run_worker(spec, sock, write_fd)
+            except BaseException:  # noqa: BLE001 - a worker must never return into the master's code
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        os.close(write_fd)
+        os.set_blocking(read_fd, False)
+        now = time.monotonic()
+        self.workers[pid] = _Worker(pid=pid, fd=read_fd, started=now, last_heartbeat=now, replaces=replaces)
+
+    def _terminate(self, worker: _Worker) -> None:
+        worker.stopping = True
+        worker.kill_at = time.monotonic() + self.server.graceful_timeout + 2.0
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker.pid, signal.SIGTERM)
+
+    def _kill(self, pid: int) -> None:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        except OSError as exc:  # pragma: no cover - EPERM cannot happen for our children
+            if exc.errno != errno.ESRCH:
+                raise
+
+    def _stop_all(self) -> None:
+        self.stopping = True
+        for worker in list(self.workers.values()):
+            if not worker.stopping:
+                self._terminate(worker)

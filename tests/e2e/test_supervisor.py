@@ -1,0 +1,173 @@
+"""The master/worker process model, with real processes under real load."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from .loadgen import Load
+from .processes import Proc, alive, children_of
+
+APP = "tests.e2e.apps.supervised:app"
+
+
+@pytest.fixture
+def master() -> Iterator[Proc]:
+    procs: list[Proc] = []
+
+    def start(*args: str) -> Proc:
+        proc = Proc(["run", APP, "--port", "0", *args])
+        procs.append(proc)
+        return proc
+
+    yield start  # type: ignore[misc]
+    for proc in procs:
+        for child in children_of(proc.pid):
+            os.kill(child, signal.SIGKILL)
+        proc.close()
+
+
+def wait_workers_ready(proc: Proc, count: int) -> None:
+    start = 0
+    for _ in range(count):
+        match = proc.wait_for(r"worker \d+ ready", start=start)
+        start = proc.lines.index(match.string) + 1
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_until(predicate: object, timeout: float) -> float:
+    """Polls ``predicate()`` until true; returns how long it took."""
+    start = time.monotonic()
+    while not predicate():  # type: ignore[operator]
+        if time.monotonic() - start > timeout:
+            raise TimeoutError("condition not met")
+        time.sleep(0.01)
+    return time.monotonic() - start
+
+
+def test_kill_worker_under_load_is_replaced_fast(master) -> None:  # type: ignore[no-untyped-def]
+    proc = master("--workers", "2", "--graceful-timeout", "5")
+    port = proc.wait_ready()
+    wait_workers_ready(proc, 2)
+    workers = children_of(proc.pid)
+    assert len(workers) == 2
+    with Load(port, clients=4) as load:
+        load.wait_for(200)
+        mark = proc.mark()
+        victim = workers[0]
+        killed_at = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        ready = proc.wait_for(r"worker (\d+) ready", timeout=5, start=mark)
+        replaced_in = time.monotonic() - killed_at
+        load.wait_for(load.stats.ok + 200)
+        stats = load.stop()
+    assert replaced_in < 1.0, f"replacement took {replaced_in:.2f} s"
+    assert int(ready.group(1)) not in workers
+    # Only requests in flight on the killed worker may fail: at most one per client
+    # connected to it (4 clients, 1 request each at a time).
+    assert stats.failed <= 4, stats.errors
+    assert len(children_of(proc.pid)) == 2
+
+
+def test_kill_master_leaves_no_orphans(master) -> None:  # type: ignore[no-untyped-def]
+    proc = master("--workers", "2")
+    port = proc.wait_ready()
+    wait_workers_ready(proc, 2)
+    workers = children_of(proc.pid)
+    assert len(workers) == 2
+    os.kill(proc.pid, signal.SIGKILL)
+    took = wait_until(lambda: not any(alive(w) for w in workers), timeout=5)
+    assert took < 1.0, f"workers outlived the master by {took:.2f} s"
+    wait_until(lambda: port_free(port), timeout=1)
+
+
+def test_sigterm_under_load_completes_in_flight(master) -> None:  # type: ignore[no-untyped-def]
+    proc = master("--workers", "2", "--graceful-timeout", "5")
+    port = proc.wait_ready()
+    with Load(port, path="/slow?s=0.3", clients=6) as load:
+        load.wait_for(12)
+        done_before = load.stats.ok
+        # Every client has a 0.3 s request in flight: stop sending new ones, then stop.
+        load.hold()
+        started = time.monotonic()
+        proc.proc.send_signal(signal.SIGTERM)
+        code = proc.proc.wait(10)
+        took = time.monotonic() - started
+        stats = load.stop()
+    assert code == 0
+    assert took < 5
+    assert stats.failed == 0, stats.errors
+    assert stats.ok >= done_before + 6, "the in-flight requests completed after SIGTERM"
+
+
+@pytest.mark.parametrize("keepalive", [True, False])
+def test_sighup_rolling_restart_zero_failures(master, keepalive: bool) -> None:  # type: ignore[no-untyped-def]
+    proc = master("--workers", "2", "--graceful-timeout", "5")
+    port = proc.wait_ready()
+    wait_workers_ready(proc, 2)
+    before = set(children_of(proc.pid))
+    with Load(port, clients=4, keepalive=keepalive) as load:
+        load.wait_for(200)
+        mark = proc.mark()
+        proc.proc.send_signal(signal.SIGHUP)
+        for _ in range(2):
+            m = proc.wait_for(r"worker \d+ exited", timeout=15, start=mark)
+            mark = proc.lines.index(m.string) + 1
+        load.wait_for(load.stats.ok + 200)
+        stats = load.stop()
+    after = set(children_of(proc.pid))
+    assert stats.failed == 0, stats.errors[:5]
+    assert len(after) == 2
+    assert not before & after, "every worker was replaced"
+
+
+def test_ttin_ttou_change_worker_count(master) -> None:  # type: ignore[no-untyped-def]
+    proc = master("--workers", "1")
+    proc.wait_ready()
+    proc.wait_for(r"worker \d+ ready")
+    mark = proc.mark()
+    proc.proc.send_signal(signal.SIGTTIN)
+    proc.wait_for(r"worker \d+ ready", start=mark)
+    wait_until(lambda: len(children_of(proc.pid)) == 2, timeout=5)
+    mark = proc.mark()
+    proc.proc.send_signal(signal.SIGTTOU)
+    proc.wait_for(r"worker \d+ exited", start=mark)
+    wait_until(lambda: len(children_of(proc.pid)) == 1, timeout=5)
+
+
+def test_max_requests_recycles_without_failures(master) -> None:  # type: ignore[no-untyped-def]
+    proc = master("--workers", "1", "--max-requests", "100", "--max-requests-jitter", "20")
+    port = proc.wait_ready()
+    with Load(port, clients=2) as load:
+        proc.wait_for(r"asks to be recycled: served \d+ requests", timeout=20)
+        proc.wait_for(r"worker \d+ exited", timeout=20)
+        load.wait_for(load.stats.ok + 100)
+        stats = load.stop()
+    assert stats.failed == 0, stats.errors[:5]
+    assert len(stats.pids) >= 2, "requests were served by the recycled worker and its replacement"
+
+
+def test_stuck_worker_is_dumped_and_replaced(master) -> None:  # type: ignore[no-untyped-def]
+    proc = master("--workers", "1", "--worker-timeout", "1")
+    port = proc.wait_ready()
+    first = children_of(proc.pid)
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"GET /block-forever HTTP/1.1\r\nHost: t\r\n\r\n")
+        proc.wait_for(r"event loop has not turned", timeout=10)
+        # faulthandler's dump names the function that blocked the loop.
+        proc.wait_for(r"block_forever_handler", timeout=5)
+        proc.wait_for(r"worker \d+ ready", timeout=10, start=proc.mark() - 1)
+    wait_until(lambda: children_of(proc.pid) and children_of(proc.pid) != first, timeout=10)
