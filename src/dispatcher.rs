@@ -17,6 +17,7 @@ use pyo3::types::{PyDict, PyString};
 use crate::http1::limits::Limits;
 use crate::protocol::Connection;
 use crate::router::tree::Router;
+use crate::timeouts::{self, Timeouts};
 
 /// How long a connection may stay idle once a graceful shutdown started.
 const DRAIN_IDLE: Duration = Duration::from_secs(1);
@@ -36,7 +37,7 @@ pub struct Dispatcher {
     pub limits: Limits,
     /// `Server: <value>\r\n`, or empty when the header is off.
     pub server_line: Vec<u8>,
-    pub keepalive_timeout: Duration,
+    pub timeouts: Timeouts,
     pub max_pipelined: usize,
     pub app: Py<PyAny>,
     pub error_handler: Py<PyAny>,
@@ -102,9 +103,10 @@ impl Dispatcher {
     #[new]
     #[pyo3(signature = (
         routes, app, error_handler, *, server_header = Some("veter".to_owned()),
-        keepalive_timeout = 5.0, max_start_line = 8192, max_header_count = 100,
-        max_header_bytes = 16384, max_body_bytes = 10 * 1024 * 1024, max_pipelined = 64,
-        eager_tasks = None
+        keepalive_timeout = 5.0, header_timeout = 10.0, body_timeout = 30.0,
+        write_timeout = 30.0, request_timeout = 60.0, max_start_line = 8192,
+        max_header_count = 100, max_header_bytes = 16384, max_body_bytes = 10 * 1024 * 1024,
+        max_pipelined = 64, eager_tasks = None
     ))]
     #[allow(clippy::too_many_arguments)] // mirrors the documented keyword-only settings
     fn new(
@@ -114,6 +116,10 @@ impl Dispatcher {
         error_handler: Py<PyAny>,
         server_header: Option<String>,
         keepalive_timeout: f64,
+        header_timeout: f64,
+        body_timeout: f64,
+        write_timeout: f64,
+        request_timeout: f64,
         max_start_line: usize,
         max_header_count: usize,
         max_header_bytes: usize,
@@ -121,11 +127,19 @@ impl Dispatcher {
         max_pipelined: usize,
         eager_tasks: Option<bool>,
     ) -> PyResult<Self> {
-        if !(keepalive_timeout.is_finite() && keepalive_timeout > 0.0) {
-            return Err(PyValueError::new_err(
-                "keepalive_timeout must be a positive number of seconds",
-            ));
-        }
+        let required = |name: &str, value: f64| {
+            timeouts::seconds(name, value, false)
+                .map_err(PyValueError::new_err)?
+                .ok_or_else(|| PyValueError::new_err(format!("{name} must be positive")))
+        };
+        let timeouts = Timeouts {
+            keepalive: required("keepalive_timeout", keepalive_timeout)?,
+            header: required("header_timeout", header_timeout)?,
+            body: required("body_timeout", body_timeout)?,
+            write: required("write_timeout", write_timeout)?,
+            request: timeouts::seconds("request_timeout", request_timeout, true)
+                .map_err(PyValueError::new_err)?,
+        };
         if max_pipelined == 0 {
             return Err(PyValueError::new_err("max_pipelined must be at least 1"));
         }
@@ -178,7 +192,7 @@ impl Dispatcher {
             limits,
             server_line: server_header
                 .map_or_else(Vec::new, |h| format!("Server: {h}\r\n").into_bytes()),
-            keepalive_timeout: Duration::from_secs_f64(keepalive_timeout),
+            timeouts,
             max_pipelined,
             app,
             error_handler,
@@ -212,20 +226,20 @@ impl Dispatcher {
         self.eager_task.is_some()
     }
 
-    /// Closes keep-alive connections idle for longer than the keep-alive timeout.
-    /// Called about once a second by the server; returns how many it closed.
+    /// Enforces the connection timeouts (idle keep-alive, header, body, write,
+    /// handler deadline). Called a few times a second by the server; returns how
+    /// many connections it closed.
     fn tick(&self, py: Python<'_>) -> PyResult<usize> {
         let now = Instant::now();
         let mut closed = 0;
         // While draining, a connection that was accepted but sends nothing is not
         // waited for as long as a keep-alive one.
-        let idle_limit = if self.shutting_down.load(Ordering::Relaxed) {
-            self.keepalive_timeout.min(DRAIN_IDLE)
-        } else {
-            self.keepalive_timeout
-        };
+        let mut timeouts = self.timeouts;
+        if self.shutting_down.load(Ordering::Relaxed) {
+            timeouts.keepalive = timeouts.keepalive.min(DRAIN_IDLE);
+        }
         for conn in self.snapshot(py) {
-            if Connection::reap_if_idle(conn.bind(py), now, idle_limit)? {
+            if Connection::check_timers(conn.bind(py), now, &timeouts)? {
                 closed += 1;
             }
         }

@@ -10,6 +10,7 @@ pub mod pyrefs;
 pub mod request;
 pub mod response;
 pub mod router;
+pub mod timeouts;
 
 use pyo3::prelude::*;
 

@@ -37,6 +37,11 @@ use crate::request::{self, Body, Request};
 use crate::response::{Response, APPLICATION_JSON, OCTET_STREAM, TEXT_PLAIN};
 use crate::router::params::ParamValue;
 use crate::router::tree::Lookup;
+use crate::timeouts::{expired, Timeouts};
+
+/// Bytes of responses gathered in one go before the rest of a pipelined batch
+/// waits for them to be written.
+const OUTPUT_HIGH: usize = 256 * 1024;
 
 enum BodyState {
     Length {
@@ -64,6 +69,14 @@ enum Reading {
 struct Slot {
     seq: u64,
     bytes: Option<Vec<u8>>,
+    /// For a handler still running: its task, when it started, how to answer.
+    pending: Option<Running>,
+}
+
+struct Running {
+    task: Py<PyAny>,
+    started: Instant,
+    framing: Framing,
 }
 
 /// What to do with the transport once the connection is no longer borrowed.
@@ -99,12 +112,18 @@ pub struct Connection {
     closing: bool,
     closed: bool,
     paused_for_pipeline: bool,
+    /// Complete requests wait in `buf` until the responses before them are written.
+    paused_for_output: bool,
     writing_paused: bool,
     reading_paused: bool,
     last_activity: Instant,
     /// Scratch vector the parser fills, handed back after each head so header spans
     /// cost no allocation per request.
     spans: Vec<parse::HeaderSpan>,
+    /// When the first byte of the request head being received arrived.
+    head_started: Option<Instant>,
+    /// Since when the transport has been above its high watermark.
+    write_paused_since: Option<Instant>,
     /// The `Date` line, refreshed once per read and per finished handler.
     date: encode::DateLine,
 }
@@ -138,10 +157,13 @@ impl Connection {
             closing: false,
             closed: false,
             paused_for_pipeline: false,
+            paused_for_output: false,
             writing_paused: false,
             reading_paused: false,
             last_activity: Instant::now(),
             spans: Vec::new(),
+            head_started: None,
+            write_paused_since: None,
             date: encode::date_line(),
         }
     }
@@ -154,21 +176,108 @@ impl Connection {
             && self.out.is_empty()
     }
 
-    pub fn reap_if_idle(slf: &Bound<'_, Self>, now: Instant, timeout: Duration) -> PyResult<bool> {
-        let Ok(mut this) = slf.try_borrow_mut() else {
-            return Ok(false);
+    /// Enforces the timeouts of this connection (see `timeouts.rs`); returns
+    /// whether it is being closed.
+    pub fn check_timers(slf: &Bound<'_, Self>, now: Instant, t: &Timeouts) -> PyResult<bool> {
+        let py = slf.py();
+        let abort = {
+            let Ok(mut this) = slf.try_borrow_mut() else {
+                return Ok(false);
+            };
+            if this.closed {
+                return Ok(false);
+            }
+            if this
+                .write_paused_since
+                .is_some_and(|since| expired(now, since, t.write))
+            {
+                // The client stopped reading: drop it and what it has not read.
+                this.reading = Reading::Stopped;
+                this.closed = true;
+                this.transport.as_ref().map(|tr| tr.clone_ref(py))
+            } else {
+                None
+            }
         };
-        if this.closed || !this.is_idle() || now.duration_since(this.last_activity) < timeout {
-            return Ok(false);
+        if let Some(transport) = abort {
+            transport.call_method0(py, "abort")?;
+            return Ok(true);
         }
-        this.reading = Reading::Stopped;
-        this.closed = true;
-        let transport = this.transport.as_ref().map(|t| t.clone_ref(slf.py()));
-        drop(this);
-        if let Some(t) = transport {
-            t.call_method0(slf.py(), "close")?;
+        let mut cancel = Vec::new();
+        let mut closing = false;
+        Self::with_borrow(slf, |this, _py| {
+            match &this.reading {
+                Reading::Head if this.is_idle() => {
+                    if expired(now, this.last_activity, t.keepalive) {
+                        this.reading = Reading::Stopped;
+                        this.closing = true;
+                        closing = true;
+                    }
+                }
+                Reading::Head if !this.paused_for_pipeline => {
+                    if this
+                        .head_started
+                        .is_some_and(|since| expired(now, since, t.header))
+                    {
+                        this.fail_with(408, "request head not received in time");
+                        closing = true;
+                    }
+                }
+                Reading::Body(_) => {
+                    if expired(now, this.last_activity, t.body) {
+                        this.fail_with(408, "request body not received in time");
+                        closing = true;
+                    }
+                }
+                Reading::Head | Reading::Stopped => {}
+            }
+            if let Some(limit) = t.request {
+                this.expire_handlers(now, limit, &mut cancel);
+            }
+            Ok(())
+        })?;
+        for task in cancel {
+            task.call_method0(py, "cancel")?;
         }
-        Ok(true)
+        Ok(closing)
+    }
+
+    /// Answers 504 for every handler past its deadline and hands back their tasks
+    /// to cancel (cancelled outside the borrow: cancelling may run callbacks).
+    fn expire_handlers(&mut self, now: Instant, limit: Duration, cancel: &mut Vec<Py<PyAny>>) {
+        let due = |slot: &Slot| {
+            slot.bytes.is_none()
+                && slot
+                    .pending
+                    .as_ref()
+                    .is_some_and(|run| expired(now, run.started, limit))
+        };
+        if !self.queue.iter().any(due) {
+            return;
+        }
+        self.date = encode::date_line();
+        let common = encode::Common {
+            server_line: &self.disp.get().server_line,
+            date_line: &self.date,
+        };
+        for slot in &mut self.queue {
+            if !due(slot) {
+                continue;
+            }
+            let Some(run) = slot.pending.take() else {
+                continue;
+            };
+            let parts = encode::Parts {
+                status: 504,
+                content_type: Some(TEXT_PLAIN),
+                headers: &[],
+                body: b"handler deadline exceeded",
+            };
+            let mut bytes = Vec::new();
+            encode::encode_response(&mut bytes, &parts, run.framing, common);
+            slot.bytes = Some(bytes);
+            cancel.push(run.task);
+        }
     }
 
     pub fn close_when_idle(slf: &Bound<'_, Self>) -> PyResult<()> {
@@ -293,6 +402,14 @@ impl Connection {
                         self.paused_for_pipeline = true;
                         return Ok(());
                     }
+                    if self.writing_paused || self.out.len() >= OUTPUT_HIGH {
+                        // Responses are piling up faster than the client reads them:
+                        // answer nothing more until they are written, so a client
+                        // that pipelines and never reads costs bounded memory.
+                        self.buf.extend_from_slice(&data[pos..]);
+                        self.paused_for_output = true;
+                        return Ok(());
+                    }
                     let limits = &self.disp.get().limits;
                     let mut spans = mem::take(&mut self.spans);
                     let parsed = parse::parse_head_into(&data[pos..], limits, &mut spans);
@@ -301,6 +418,9 @@ impl Connection {
                         Ok(None) => {
                             self.spans = spans;
                             self.buf.extend_from_slice(&data[pos..]);
+                            if self.head_started.is_none() {
+                                self.head_started = Some(self.last_activity);
+                            }
                             return Ok(());
                         }
                         Err(e) => {
@@ -322,6 +442,7 @@ impl Connection {
         start: usize,
         mut head: Head,
     ) -> PyResult<usize> {
+        self.head_started = None;
         let data = chunk.as_bytes();
         // Ranges stay relative to the head's first byte (`base`): no copying or
         // shifting of the header spans the parser produced.
@@ -401,12 +522,13 @@ impl Connection {
 
     /// Answers a request that could not be parsed and stops reading.
     fn fail(&mut self, err: &ParseError) {
+        self.fail_with(err.status(), err.reason());
+    }
+
+    /// Answers `status` with `reason`, closes after it and stops reading.
+    fn fail_with(&mut self, status: u16, reason: &str) {
         let mut bytes = Vec::new();
-        let common = encode::Common {
-            server_line: &self.disp.get().server_line,
-            date_line: &self.date,
-        };
-        encode::encode_error(&mut bytes, err.status(), err.reason(), common);
+        encode::encode_error(&mut bytes, status, reason, self.common());
         self.emit_bytes(bytes);
         self.reading = Reading::Stopped;
         self.closing = true;
@@ -422,6 +544,7 @@ impl Connection {
             self.queue.push_back(Slot {
                 seq,
                 bytes: Some(bytes),
+                pending: None,
             });
         }
     }
@@ -546,7 +669,15 @@ impl Connection {
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.queue.push_back(Slot { seq, bytes: None });
+        self.queue.push_back(Slot {
+            seq,
+            bytes: None,
+            pending: Some(Running {
+                task: task.clone().unbind(),
+                started: Instant::now(),
+                framing,
+            }),
+        });
         self.in_flight += 1;
         let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
             return Err(PyTypeError::new_err("connection is not attached"));
@@ -710,10 +841,15 @@ impl Connection {
 
     /// Parses input that waited in `buf` (after a pause), as if it just arrived.
     fn drain_buffered(&mut self, py: Python<'_>) -> PyResult<()> {
-        if self.buf.is_empty() || self.in_flight >= self.disp.get().max_pipelined {
+        if self.buf.is_empty()
+            || self.in_flight >= self.disp.get().max_pipelined
+            || self.writing_paused
+            || matches!(self.reading, Reading::Stopped)
+        {
             return Ok(());
         }
         self.paused_for_pipeline = false;
+        self.paused_for_output = false;
         let chunk = PyBytes::new(py, &mem::take(&mut self.buf));
         self.process(py, &chunk, 0)
     }
@@ -843,12 +979,24 @@ impl Connection {
             this.buf.extend_from_slice(bytes);
             let limits = &this.disp.get().limits;
             let head_cap = limits.max_start_line + limits.max_header_bytes;
-            if this.paused_for_pipeline || (!bytes.contains(&b'\n') && this.buf.len() <= head_cap) {
+            if this.paused_for_pipeline
+                || this.paused_for_output
+                || (!bytes.contains(&b'\n') && this.buf.len() <= head_cap)
+            {
                 return Ok(());
             }
             let chunk = PyBytes::new(py, &mem::take(&mut this.buf));
             this.process(py, &chunk, 0)
-        })
+        })?;
+        // Requests held back while a large batch of responses was written: go on
+        // with them now unless the transport asked us to pause.
+        while {
+            let this = slf.borrow();
+            this.paused_for_output && !this.writing_paused && !this.closed
+        } {
+            Self::with_borrow(slf, Connection::drain_buffered)?;
+        }
+        Ok(())
     }
 
     fn eof_received(slf: &Bound<'_, Self>) -> PyResult<bool> {
@@ -890,14 +1038,16 @@ impl Connection {
     fn pause_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
         Self::with_borrow(slf, |this, _py| {
             this.writing_paused = true;
+            this.write_paused_since = Some(Instant::now());
             Ok(())
         })
     }
 
     fn resume_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
-        Self::with_borrow(slf, |this, _py| {
+        Self::with_borrow(slf, |this, py| {
             this.writing_paused = false;
-            Ok(())
+            this.write_paused_since = None;
+            this.drain_buffered(py)
         })
     }
 
@@ -927,6 +1077,14 @@ impl Completion {
             if this.closed {
                 return Ok(());
             }
+            let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) else {
+                return Ok(());
+            };
+            if slot.bytes.is_some() {
+                // Already answered 504 at its deadline; the cancelled task ends here.
+                return this.drain_buffered(py);
+            }
+            slot.pending = None;
             let disp = this.disp.clone_ref(py);
             let mut framing = self.framing;
             if disp

@@ -22,6 +22,14 @@ class ServerConfig:
     backlog: int = 2048
     #: Seconds an idle keep-alive connection stays open (checked once a second).
     keepalive_timeout: float = 5.0
+    #: Seconds from the first byte of a request head to its end (slowloris); 408 after it.
+    header_timeout: float = 10.0
+    #: Seconds of silence allowed while a request body is incomplete; 408 after it.
+    body_timeout: float = 30.0
+    #: Seconds a client may leave the response buffer full (not reading) before it is dropped.
+    write_timeout: float = 30.0
+    #: A handler's deadline in seconds (0: none): its task is cancelled and the client gets 504.
+    request_timeout: float = 60.0
     #: Seconds SIGTERM/SIGINT waits for in-flight requests before closing connections.
     graceful_timeout: float = 30.0
     #: Value of the Server header; None sends no Server header.
@@ -53,9 +61,17 @@ class ServerConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.max_body_bytes < 0:
             raise ValueError("max_body_bytes must be >= 0")
-        for name in ("keepalive_timeout", "graceful_timeout"):
+        for name in (
+            "keepalive_timeout",
+            "graceful_timeout",
+            "header_timeout",
+            "body_timeout",
+            "write_timeout",
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")
+        if not self.request_timeout >= 0:
+            raise ValueError("request_timeout must be a number of seconds >= 0 (0: no deadline)")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be 0-65535, got {self.port}")
         if self.loop not in ("auto", "uvloop", "asyncio"):
@@ -73,6 +89,10 @@ class ServerConfig:
         keys = (
             "server_header",
             "keepalive_timeout",
+            "header_timeout",
+            "body_timeout",
+            "write_timeout",
+            "request_timeout",
             "max_start_line",
             "max_header_count",
             "max_header_bytes",

@@ -27,7 +27,8 @@ __all__ = ["Server", "run"]
 
 log = logging.getLogger("veter.server")
 
-TICK_SECONDS = 1.0
+#: How often connection timeouts are checked (their resolution).
+TICK_SECONDS = 0.25
 
 
 class Server:
