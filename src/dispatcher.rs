@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use crate::http1::limits::Limits;
+use crate::overload::Overload;
 use crate::protocol::Connection;
 use crate::router::tree::Router;
 use crate::timeouts::{self, Timeouts};
@@ -44,6 +45,7 @@ pub struct Dispatcher {
     /// `asyncio.Task` when eager task start is available (Python 3.12+).
     pub eager_task: Option<Py<PyAny>>,
     pub shutting_down: AtomicBool,
+    pub overload: Overload,
     /// Requests routed so far (for recycling by request count and for metrics).
     pub requests_served: AtomicU64,
     next_id: AtomicU64,
@@ -104,7 +106,8 @@ impl Dispatcher {
     #[pyo3(signature = (
         routes, app, error_handler, *, server_header = Some("veter".to_owned()),
         keepalive_timeout = 5.0, header_timeout = 10.0, body_timeout = 30.0,
-        write_timeout = 30.0, request_timeout = 60.0, max_start_line = 8192,
+        write_timeout = 30.0, request_timeout = 60.0, max_concurrency = 0,
+        queue_timeout = 0.0, max_start_line = 8192,
         max_header_count = 100, max_header_bytes = 16384, max_body_bytes = 10 * 1024 * 1024,
         max_pipelined = 64, eager_tasks = None
     ))]
@@ -120,6 +123,8 @@ impl Dispatcher {
         body_timeout: f64,
         write_timeout: f64,
         request_timeout: f64,
+        max_concurrency: usize,
+        queue_timeout: f64,
         max_start_line: usize,
         max_header_count: usize,
         max_header_bytes: usize,
@@ -140,6 +145,8 @@ impl Dispatcher {
             request: timeouts::seconds("request_timeout", request_timeout, true)
                 .map_err(PyValueError::new_err)?,
         };
+        let queue_timeout = timeouts::seconds("queue_timeout", queue_timeout, true)
+            .map_err(PyValueError::new_err)?;
         if max_pipelined == 0 {
             return Err(PyValueError::new_err("max_pipelined must be at least 1"));
         }
@@ -198,6 +205,7 @@ impl Dispatcher {
             error_handler,
             eager_task,
             shutting_down: AtomicBool::new(false),
+            overload: Overload::new(max_concurrency, queue_timeout),
             requests_served: AtomicU64::new(0),
             next_id: AtomicU64::new(0),
             connections: Mutex::new(HashMap::new()),
@@ -219,6 +227,23 @@ impl Dispatcher {
     #[getter]
     fn requests_served(&self) -> u64 {
         self.requests_served.load(Ordering::Relaxed)
+    }
+
+    /// Handlers of this worker that suspended and have not finished.
+    #[getter]
+    fn in_flight(&self) -> usize {
+        self.overload.in_flight()
+    }
+
+    /// Requests answered 503 because they waited longer than the queue timeout.
+    #[getter]
+    fn shed_count(&self) -> u64 {
+        self.overload.shed_count()
+    }
+
+    /// Marks the end of a loop iteration that read requests (see `overload.rs`).
+    fn _end_iteration(&self) {
+        self.overload.end_iteration();
     }
 
     #[getter]

@@ -5,6 +5,7 @@
 
 pub mod dispatcher;
 pub mod http1;
+pub mod overload;
 pub mod protocol;
 pub mod pyrefs;
 pub mod request;

@@ -114,6 +114,14 @@ pub struct Connection {
     paused_for_pipeline: bool,
     /// Complete requests wait in `buf` until the responses before them are written.
     paused_for_output: bool,
+    /// Queued in the dispatcher until a handler slot frees (`max_concurrency`).
+    paused_for_concurrency: bool,
+    /// When this connection started waiting for a handler slot.
+    waiting_since: Option<Instant>,
+    /// When the loop iteration that read the current bytes began (queue timeout).
+    batch_start: Instant,
+    event_loop: Option<Py<PyAny>>,
+    end_iteration: Option<Py<PyAny>>,
     writing_paused: bool,
     reading_paused: bool,
     last_activity: Instant,
@@ -158,6 +166,11 @@ impl Connection {
             closed: false,
             paused_for_pipeline: false,
             paused_for_output: false,
+            paused_for_concurrency: false,
+            waiting_since: None,
+            batch_start: Instant::now(),
+            event_loop: None,
+            end_iteration: None,
             writing_paused: false,
             reading_paused: false,
             last_activity: Instant::now(),
@@ -402,6 +415,18 @@ impl Connection {
                         self.paused_for_pipeline = true;
                         return Ok(());
                     }
+                    if !self.disp.get().overload.has_room() {
+                        // Every handler slot of this worker is taken: wait in line.
+                        self.buf.extend_from_slice(&data[pos..]);
+                        if !self.paused_for_concurrency {
+                            self.paused_for_concurrency = true;
+                            self.waiting_since.get_or_insert(self.last_activity);
+                            if let Some(me) = &self.self_ref {
+                                self.disp.get().overload.wait(me.clone_ref(py));
+                            }
+                        }
+                        return Ok(());
+                    }
                     if self.writing_paused || self.out.len() >= OUTPUT_HIGH {
                         // Responses are piling up faster than the client reads them:
                         // answer nothing more until they are written, so a client
@@ -568,7 +593,21 @@ impl Connection {
         let disp = disp_ref.get();
         disp.requests_served
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.served += 1;
         self.note_framing(framing);
+        if disp.overload.queue_timeout.is_some() {
+            let since = self.waiting_since.unwrap_or(self.batch_start);
+            if disp.overload.too_late(since.elapsed()) {
+                // Waited too long already: a cheap 503 now beats a slow 200 nobody
+                // is still waiting for.
+                disp.overload.note_shed();
+                let resp =
+                    Response::new_plain(py, 503, b"Service Unavailable: overloaded", TEXT_PLAIN)
+                        .with_header("Retry-After", "1");
+                self.emit_response(py, &resp, framing);
+                return Ok(());
+            }
+        }
         let buf = &parts.buf.bind(py).as_bytes()[parts.base..];
         // The parser only accepts visible ASCII in the method and target.
         let method = std::str::from_utf8(&buf[parts.method.clone()]).unwrap_or("");
@@ -679,6 +718,7 @@ impl Connection {
             }),
         });
         self.in_flight += 1;
+        self.disp.get().overload.started();
         let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
             return Err(PyTypeError::new_err("connection is not attached"));
         };
@@ -783,7 +823,8 @@ impl Connection {
             actions.close = true;
             self.closed = true;
         }
-        let want_pause = self.writing_paused || self.paused_for_pipeline;
+        let want_pause =
+            self.writing_paused || self.paused_for_pipeline || self.paused_for_concurrency;
         if want_pause && !self.reading_paused && !self.closed {
             self.reading_paused = true;
             actions.pause_reading = true;
@@ -843,6 +884,7 @@ impl Connection {
     fn drain_buffered(&mut self, py: Python<'_>) -> PyResult<()> {
         if self.buf.is_empty()
             || self.in_flight >= self.disp.get().max_pipelined
+            || (self.paused_for_concurrency && !self.disp.get().overload.has_room())
             || self.writing_paused
             || matches!(self.reading, Reading::Stopped)
         {
@@ -850,6 +892,7 @@ impl Connection {
         }
         self.paused_for_pipeline = false;
         self.paused_for_output = false;
+        self.paused_for_concurrency = false;
         let chunk = PyBytes::new(py, &mem::take(&mut self.buf));
         self.process(py, &chunk, 0)
     }
@@ -947,6 +990,10 @@ impl Connection {
         } else {
             this.create_task = Some(event_loop.getattr("create_task")?.unbind());
         }
+        if d.overload.queue_timeout.is_some() {
+            this.end_iteration = Some(disp.bind(py).getattr("_end_iteration")?.unbind());
+            this.event_loop = Some(event_loop.clone().unbind());
+        }
         this.client = transport
             .call_method1("get_extra_info", ("peername",))?
             .unbind();
@@ -967,6 +1014,13 @@ impl Connection {
         Self::with_borrow(slf, |this, py| {
             this.last_activity = Instant::now();
             this.date = encode::date_line();
+            if let (Some(lp), Some(marker)) = (&this.event_loop, &this.end_iteration) {
+                this.batch_start =
+                    this.disp
+                        .get()
+                        .overload
+                        .iteration_start(py, this.last_activity, lp, marker);
+            }
             if matches!(this.reading, Reading::Stopped) {
                 return Ok(());
             }
@@ -981,6 +1035,7 @@ impl Connection {
             let head_cap = limits.max_start_line + limits.max_header_bytes;
             if this.paused_for_pipeline
                 || this.paused_for_output
+                || this.paused_for_concurrency
                 || (!bytes.contains(&b'\n') && this.buf.len() <= head_cap)
             {
                 return Ok(());
@@ -1030,6 +1085,8 @@ impl Connection {
             this.self_ref = None;
             this.task_kwargs = None;
             this.create_task = None;
+            this.event_loop = None;
+            this.end_iteration = None;
             (this.disp.clone_ref(py), this.id)
         };
         disp.get().unregister(py, id);
@@ -1071,6 +1128,8 @@ pub struct Completion {
 impl Completion {
     fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
         let conn = self.conn.bind(py);
+        let disp = conn.borrow().disp.clone_ref(py);
+        disp.get().overload.finished();
         Connection::with_borrow(conn, |this, py| {
             this.in_flight = this.in_flight.saturating_sub(1);
             this.date = encode::date_line();
@@ -1128,6 +1187,15 @@ impl Completion {
                 slot.bytes = Some(bytes);
             }
             this.drain_buffered(py)
-        })
+        })?;
+        // A handler slot freed: let connections waiting for one go on, in order.
+        while let Some(waiting) = disp.get().overload.next_waiting() {
+            Connection::with_borrow(waiting.bind(py), |this, py| {
+                let resumed = this.drain_buffered(py);
+                this.waiting_since = None;
+                resumed
+            })?;
+        }
+        Ok(())
     }
 }

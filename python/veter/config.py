@@ -30,6 +30,10 @@ class ServerConfig:
     write_timeout: float = 30.0
     #: A handler's deadline in seconds (0: none): its task is cancelled and the client gets 504.
     request_timeout: float = 60.0
+    #: Handlers in flight per worker (0: no cap); above it the worker stops reading new requests.
+    max_concurrency: int = 0
+    #: Seconds a request may wait before its handler starts (0: off); later ones get 503 + Retry-After.
+    queue_timeout: float = 0.0
     #: Seconds SIGTERM/SIGINT waits for in-flight requests before closing connections.
     graceful_timeout: float = 30.0
     #: Value of the Server header; None sends no Server header.
@@ -70,6 +74,10 @@ class ServerConfig:
         ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")
+        if self.max_concurrency < 0:
+            raise ValueError("max_concurrency must be >= 0 (0: no cap)")
+        if not self.queue_timeout >= 0:
+            raise ValueError("queue_timeout must be a number of seconds >= 0 (0: off)")
         if not self.request_timeout >= 0:
             raise ValueError("request_timeout must be a number of seconds >= 0 (0: no deadline)")
         if not 0 <= self.port <= 65535:
@@ -93,6 +101,8 @@ class ServerConfig:
             "body_timeout",
             "write_timeout",
             "request_timeout",
+            "max_concurrency",
+            "queue_timeout",
             "max_start_line",
             "max_header_count",
             "max_header_bytes",

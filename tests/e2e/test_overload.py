@@ -1,0 +1,100 @@
+"""Overload control: a cap on handlers in flight, and shedding of late requests."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import veter
+
+from .conftest import RunningServer, read_responses
+
+Serve = Callable[..., RunningServer]
+
+
+def test_max_concurrency_holds_requests_until_a_slot_frees(serve: Serve) -> None:
+    app = veter.App()
+    release = asyncio.Event()
+    running: list[int] = []
+
+    @app.get("/hold/{n:int}")
+    async def hold(request: veter.Request, n: int) -> str:
+        running.append(n)
+        await release.wait()
+        return f"done {n}"
+
+    server = serve(app, max_concurrency=2)
+    socks = [server.connect() for _ in range(5)]
+    try:
+        for n, sock in enumerate(socks):
+            sock.sendall(f"GET /hold/{n} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+        dispatcher = server.server.dispatcher if server.server else None
+        assert dispatcher is not None
+        deadline = time.monotonic() + 5
+        while len(running) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        # Give the loop a chance to (wrongly) start more; then check the cap held.
+        for _ in range(20):
+            assert dispatcher.in_flight <= 2
+            assert len(running) == 2, running
+            time.sleep(0.005)
+        assert server.loop is not None
+        server.loop.call_soon_threadsafe(release.set)
+        answers = [read_responses(sock, 1)[0][0].text for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+    assert answers == [f"done {n}" for n in range(5)]
+    assert sorted(running) == list(range(5))
+
+
+def test_late_requests_are_shed_with_503(serve: Serve) -> None:
+    app = veter.App()
+
+    @app.get("/cpu")
+    def cpu(request: veter.Request) -> str:
+        end = time.perf_counter() + 0.05  # 50 ms of CPU work on the loop
+        while time.perf_counter() < end:
+            pass
+        return "worked"
+
+    server = serve(app, queue_timeout=0.02)
+    # Open the connections first, then send every request at once so one loop
+    # iteration reads them all: only the first can start within 20 ms.
+    socks = [server.connect() for _ in range(6)]
+    try:
+        payload = b"GET /cpu HTTP/1.1\r\nHost: t\r\n\r\n"
+        for sock in socks:
+            sock.sendall(payload)
+        results = []
+        for sock in socks:
+            start = time.monotonic()
+            (resp,), _ = read_responses(sock, 1)
+            results.append((resp.status, resp.headers.get("retry-after"), time.monotonic() - start))
+    finally:
+        for sock in socks:
+            sock.close()
+    statuses = [status for status, _, _ in results]
+    assert 200 in statuses
+    assert 503 in statuses, results
+    assert all(retry == "1" for status, retry, _ in results if status == 503)
+    dispatcher = server.server.dispatcher if server.server else None
+    assert dispatcher is not None
+    assert dispatcher.shed_count == statuses.count(503)
+
+
+def test_shed_requests_do_not_close_the_connection(serve: Serve) -> None:
+    app = veter.App()
+
+    @app.get("/")
+    def index(request: veter.Request) -> str:
+        return "ok"
+
+    server = serve(app, queue_timeout=0.5)
+    with server.connect() as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n" * 3)
+        responses, closed = read_responses(sock, 3)
+    assert [r.status for r in responses] == [200, 200, 200]
+    assert not closed
