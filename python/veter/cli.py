@@ -84,6 +84,24 @@ def main() -> None:
     help=f"Body size limit, bytes [default: {_DEFAULTS.max_body_bytes}].",
 )
 @click.option(
+    "--max-chunk-ext-bytes",
+    type=int,
+    default=None,
+    help=f"Chunk extension bytes per chunk line [default: {_DEFAULTS.max_chunk_ext_bytes}].",
+)
+@click.option(
+    "--max-trailer-bytes",
+    type=int,
+    default=None,
+    help=f"Trailer bytes after a chunked body [default: {_DEFAULTS.max_trailer_bytes}].",
+)
+@click.option(
+    "--max-chunk-count",
+    type=int,
+    default=None,
+    help=f"Chunks per chunked body [default: {_DEFAULTS.max_chunk_count}].",
+)
+@click.option(
     "--max-pipelined",
     type=int,
     default=None,

@@ -34,6 +34,8 @@ class ServerConfig:
     max_concurrency: int = 0
     #: Seconds a request may wait before its handler starts (0: off); later ones get 503 + Retry-After.
     queue_timeout: float = 0.0
+    #: Warn (naming the route and its stack) when the event loop is blocked this long (0: off).
+    lag_threshold: float = 0.25
     #: Seconds SIGTERM/SIGINT waits for in-flight requests before closing connections.
     graceful_timeout: float = 30.0
     #: Value of the Server header; None sends no Server header.
@@ -46,6 +48,12 @@ class ServerConfig:
     max_header_bytes: int = 16384
     #: Largest request body in bytes, after chunked decoding (413 above it).
     max_body_bytes: int = 10 * 1024 * 1024
+    #: Most bytes of extensions on one chunk-size line (400 above it).
+    max_chunk_ext_bytes: int = 1024
+    #: Most bytes of trailer fields after a chunked body; 0 refuses any (431 above it).
+    max_trailer_bytes: int = 16384
+    #: Most chunks in one chunked body, the last one included (413 above it).
+    max_chunk_count: int = 16384
     #: Handlers of one connection in flight at once; further pipelined requests wait unread.
     max_pipelined: int = 64
     #: Threads for blocking=True routes and run_in_thread.
@@ -57,14 +65,16 @@ class ServerConfig:
             "max_start_line",
             "max_header_count",
             "max_header_bytes",
+            "max_chunk_count",
             "max_pipelined",
             "max_threads",
         )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.max_body_bytes < 0:
-            raise ValueError("max_body_bytes must be >= 0")
+        for name in ("max_body_bytes", "max_chunk_ext_bytes", "max_trailer_bytes"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         for name in (
             "keepalive_timeout",
             "graceful_timeout",
@@ -74,6 +84,8 @@ class ServerConfig:
         ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")
+        if not self.lag_threshold >= 0:
+            raise ValueError("lag_threshold must be a number of seconds >= 0 (0: off)")
         if self.max_concurrency < 0:
             raise ValueError("max_concurrency must be >= 0 (0: no cap)")
         if not self.queue_timeout >= 0:
@@ -107,6 +119,9 @@ class ServerConfig:
             "max_header_count",
             "max_header_bytes",
             "max_body_bytes",
+            "max_chunk_ext_bytes",
+            "max_trailer_bytes",
+            "max_chunk_count",
             "max_pipelined",
         )
         values = asdict(self)

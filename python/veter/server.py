@@ -21,6 +21,7 @@ from veter import _core
 from veter.app import App
 from veter.concurrency import configure_thread_pool, shutdown_thread_pool
 from veter.config import ServerConfig
+from veter.lagmonitor import LagMonitor
 from veter.loops import loop_factory
 
 __all__ = ["Server", "run"]
@@ -43,6 +44,8 @@ class Server:
         self._stop = asyncio.Event()
         #: The process exit status: non-zero after a fatal error (see ``fail``).
         self.exit_code = 0
+        #: Watches the loop for blocking code (None when ``lag_threshold`` is 0).
+        self.lag_monitor: LagMonitor | None = None
 
     @property
     def sockets(self) -> list[socket.socket]:
@@ -70,6 +73,9 @@ class Server:
                 reuse_address=True,
             )
         self._schedule_tick()
+        if self.config.lag_threshold > 0:
+            self.lag_monitor = LagMonitor(self.app.routes, self.config.lag_threshold)
+            self.lag_monitor.start()
 
     def _schedule_tick(self) -> None:
         loop = asyncio.get_running_loop()
@@ -127,6 +133,8 @@ class Server:
             await self._within(self._server.wait_closed(), deadline)
         if self._tick is not None:
             self._tick.cancel()
+        if self.lag_monitor is not None:
+            self.lag_monitor.stop()
         try:
             await self.app.shutdown()
         finally:
