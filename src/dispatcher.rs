@@ -109,6 +109,7 @@ impl Dispatcher {
         write_timeout = 30.0, request_timeout = 60.0, max_concurrency = 0,
         queue_timeout = 0.0, max_start_line = 8192,
         max_header_count = 100, max_header_bytes = 16384, max_body_bytes = 10 * 1024 * 1024,
+        max_chunk_ext_bytes = 1024, max_trailer_bytes = 16384, max_chunk_count = 16384,
         max_pipelined = 64, eager_tasks = None
     ))]
     #[allow(clippy::too_many_arguments)] // mirrors the documented keyword-only settings
@@ -129,6 +130,9 @@ impl Dispatcher {
         max_header_count: usize,
         max_header_bytes: usize,
         max_body_bytes: u64,
+        max_chunk_ext_bytes: usize,
+        max_trailer_bytes: usize,
+        max_chunk_count: u64,
         max_pipelined: usize,
         eager_tasks: Option<bool>,
     ) -> PyResult<Self> {
@@ -147,6 +151,10 @@ impl Dispatcher {
         };
         let queue_timeout = timeouts::seconds("queue_timeout", queue_timeout, true)
             .map_err(PyValueError::new_err)?;
+        if max_chunk_count == 0 {
+            // The last chunk counts, so 0 would refuse every chunked body.
+            return Err(PyValueError::new_err("max_chunk_count must be at least 1"));
+        }
         if max_pipelined == 0 {
             return Err(PyValueError::new_err("max_pipelined must be at least 1"));
         }
@@ -191,7 +199,9 @@ impl Dispatcher {
             max_header_count,
             max_header_bytes,
             max_body_bytes,
-            ..Limits::default()
+            max_chunk_ext_bytes,
+            max_trailer_bytes,
+            max_chunk_count,
         };
         Ok(Dispatcher {
             router: tree,

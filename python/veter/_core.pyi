@@ -112,6 +112,9 @@ class Dispatcher:
         max_header_count: int = 100,
         max_header_bytes: int = 16384,
         max_body_bytes: int = ...,
+        max_chunk_ext_bytes: int = 1024,
+        max_trailer_bytes: int = 16384,
+        max_chunk_count: int = 16384,
         max_pipelined: int = 64,
         eager_tasks: bool | None = None,
     ) -> Dispatcher: ...
