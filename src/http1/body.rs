@@ -7,7 +7,7 @@
 //! chunked-body = *chunk last-chunk trailer-section CRLF
 //! chunk        = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
 //! last-chunk   = 1*("0") [ chunk-ext ] CRLF
-//! chunk-ext    = *( BWS ";" BWS ext-name [ BWS "=" BWS ext-val ] )
+//! chunk-ext    = *( ";" ext-name [ "=" ext-val ] )   ; RFC: BWS around ";" and "="
 //! ```
 //!
 //! All the decoder's state is in `ChunkedDecoder`: one `State` (a position in the
@@ -20,8 +20,13 @@
 //! Strictness follows the parser's (see parse.rs): whatever two implementations could
 //! read differently (whitespace after the size, a bare LF, bytes after chunk data,
 //! an extension that is not `token [= token / quoted-string]`) is a 400, because a
-//! disagreement about where a chunk ends is a smuggling vector. Extensions and
-//! trailers are validated, then dropped: nothing above this layer sees them.
+//! disagreement about where a chunk ends is a smuggling vector. Stricter than RFC
+//! 9112 section 7.1.1: no whitespace at all in a chunk-size line (the RFC allows BWS
+//! around `;` and `=`; h11 and several proxies do not, and "5 ;x" read by one of them
+//! and "5" by another is such a disagreement). Extensions and trailers are validated,
+//! then dropped: nothing above this layer sees them, and a trailer may not carry the
+//! framing or routing fields (Content-Length, Transfer-Encoding, Host; RFC 9110
+//! section 6.5.1) that an intermediary merging trailers into the head would act on.
 //!
 //! After an error the decoder keeps returning that error.
 
@@ -39,15 +44,11 @@ const MAX_SIZE_DIGITS: u32 = 32;
 enum State {
     /// In chunk-size hex digits (`size_digits` so far, maybe none yet).
     Size,
-    /// BWS after the size or an extension value: only more BWS or `;` may follow.
-    ExtWs,
-    /// After `;`: BWS or the first byte of an extension name.
+    /// After `;`: the first byte of an extension name.
     ExtNameStart,
     /// In an extension name.
     ExtName,
-    /// BWS after an extension name: `=`, `;` or more BWS.
-    ExtNameWs,
-    /// After `=`: BWS, a token or a quoted-string.
+    /// After `=`: a token or a quoted-string.
     ExtValueStart,
     /// In a token extension value.
     ExtToken,
@@ -88,6 +89,8 @@ pub struct ChunkedDecoder {
     size_digits: u32,
     ext_bytes: usize,
     trailer_bytes: usize,
+    /// The trailer field name being read, lower-cased, as far as it fits.
+    trailer_name: TrailerName,
     /// Chunk-size lines completed so far (the last chunk's included).
     chunks: u64,
     decoded: u64,
@@ -108,6 +111,7 @@ impl ChunkedDecoder {
             size_digits: 0,
             ext_bytes: 0,
             trailer_bytes: 0,
+            trailer_name: TrailerName::default(),
             chunks: 0,
             decoded: 0,
             error: None,
@@ -178,10 +182,8 @@ impl ChunkedDecoder {
     fn step(&mut self, b: u8) -> Result<State, ParseError> {
         match self.state {
             State::Size => self.size_byte(b),
-            State::ExtWs
-            | State::ExtNameStart
+            State::ExtNameStart
             | State::ExtName
-            | State::ExtNameWs
             | State::ExtValueStart
             | State::ExtToken
             | State::ExtQuoted
@@ -234,11 +236,10 @@ impl ChunkedDecoder {
         if self.size_digits == 0 {
             return Err(bad("invalid chunk size"));
         }
-        // No whitespace may end the line: BWS is only allowed before a `;`.
+        // No whitespace anywhere in the line (see the module docs).
         let next = match b {
             b'\r' => return Ok(State::SizeLf),
             b';' => State::ExtNameStart,
-            b' ' | b'\t' => State::ExtWs,
             b'\n' => return Err(bad("bare LF in chunk line")),
             _ => return Err(bad("invalid chunk size")),
         };
@@ -254,7 +255,7 @@ impl ChunkedDecoder {
         Ok(next)
     }
 
-    /// Every extension byte counts, from the first `;` or BWS to just before the CR.
+    /// Every extension byte counts, from the first `;` to just before the CR.
     fn count_extension_byte(&mut self) -> Result<(), ParseError> {
         self.ext_bytes += 1;
         if self.ext_bytes > self.max_chunk_ext_bytes {
@@ -284,13 +285,21 @@ impl ChunkedDecoder {
     }
 
     /// Trailer fields follow the header rules of parse.rs (token name, colon without
-    /// whitespace before it, no obs-fold, field-value bytes, CRLF only).
+    /// whitespace before it, no obs-fold, field-value bytes, CRLF only), and may not be
+    /// one of the fields named in `TrailerName::forbidden`.
     fn trailer_byte(&mut self, b: u8) -> Result<State, ParseError> {
         let next = match (self.state, b) {
             // The final empty line is not counted: max_trailer_bytes = 0 means "none".
             (State::TrailerStart, b'\r') => return Ok(State::FinalLf),
             (State::TrailerStart | State::TrailerName, t) if has_class(t, TCHAR) => {
+                if self.state == State::TrailerStart {
+                    self.trailer_name = TrailerName::default();
+                }
+                self.trailer_name.push(t);
                 State::TrailerName
+            }
+            (State::TrailerName, b':') if self.trailer_name.forbidden() => {
+                return Err(bad("forbidden field in trailer"))
             }
             (State::TrailerStart, b' ' | b'\t') => return Err(bad("obs-fold in trailer")),
             (State::TrailerStart, b':') => return Err(bad("empty trailer name")),
@@ -313,6 +322,32 @@ impl ChunkedDecoder {
     }
 }
 
+/// The start of a trailer field name, lower-cased: enough to recognise the fields a
+/// trailer may not carry without buffering names of any length.
+#[derive(Debug, Clone, Copy, Default)]
+struct TrailerName {
+    bytes: [u8; 17],
+    len: usize,
+}
+
+impl TrailerName {
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = b.to_ascii_lowercase();
+        }
+        self.len = self.len.saturating_add(1);
+    }
+
+    /// Framing and routing fields (RFC 9110 section 6.5.1 forbids them in trailers):
+    /// dropped here anyway, but a proxy that merges trailers into the head would act
+    /// on them.
+    fn forbidden(&self) -> bool {
+        let name = &self.bytes[..self.len.min(self.bytes.len())];
+        self.len <= self.bytes.len()
+            && matches!(name, b"content-length" | b"transfer-encoding" | b"host")
+    }
+}
+
 /// One byte of `chunk-ext` (or the CR that ends the line) in extension state `s`.
 // The table reads as one grammar rule per row; merging rows by target state would
 // hide the grammar, so identical arm bodies are intended.
@@ -320,29 +355,17 @@ impl ChunkedDecoder {
 fn extension_transition(s: State, b: u8) -> Result<State, ParseError> {
     let tchar = has_class(b, TCHAR);
     Ok(match (s, b) {
-        (State::ExtWs, b' ' | b'\t') => State::ExtWs,
-        (
-            State::ExtWs
-            | State::ExtName
-            | State::ExtNameWs
-            | State::ExtToken
-            | State::ExtAfterQuoted,
-            b';',
-        ) => State::ExtNameStart,
-        (State::ExtNameStart, b' ' | b'\t') => State::ExtNameStart,
+        (State::ExtName | State::ExtToken | State::ExtAfterQuoted, b';') => State::ExtNameStart,
         (State::ExtNameStart | State::ExtName, _) if tchar => State::ExtName,
-        (State::ExtName | State::ExtNameWs, b' ' | b'\t') => State::ExtNameWs,
-        (State::ExtName | State::ExtNameWs, b'=') => State::ExtValueStart,
-        (State::ExtValueStart, b' ' | b'\t') => State::ExtValueStart,
+        (State::ExtName, b'=') => State::ExtValueStart,
         (State::ExtValueStart, b'"') => State::ExtQuoted,
         (State::ExtValueStart | State::ExtToken, _) if tchar => State::ExtToken,
-        (State::ExtToken | State::ExtAfterQuoted, b' ' | b'\t') => State::ExtWs,
         (State::ExtQuoted, b'"') => State::ExtAfterQuoted,
         (State::ExtQuoted, b'\\') => State::ExtQuotedEscape,
         (State::ExtQuoted, _) if has_class(b, QDTEXT) => State::ExtQuoted,
         // quoted-pair = "\" ( HTAB / SP / VCHAR / obs-text ): the field-value bytes.
         (State::ExtQuotedEscape, _) if has_class(b, FIELD_VALUE) => State::ExtQuoted,
-        // The line may end after a name or a value, never after BWS, `;` or `=`.
+        // The line may end after a name or a value, never after `;` or `=`.
         (State::ExtName | State::ExtToken | State::ExtAfterQuoted, b'\r') => State::SizeLf,
         (_, b'\n') => return Err(bad("bare LF in chunk line")),
         _ => return Err(bad("invalid chunk extension")),

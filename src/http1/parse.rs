@@ -44,11 +44,6 @@ use memchr::memchr;
 use super::error::ParseError;
 use super::limits::Limits;
 
-/// RFC 9112 section 2.2 lets a server ignore "at least one" empty line before the
-/// request line (old clients send a CRLF after a POST body). We skip this many and
-/// reject more, so a stream of CRLFs cannot keep a connection busy for free.
-const MAX_LEADING_EMPTY_LINES: usize = 4;
-
 /// The HTTP versions we speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Version {
@@ -93,8 +88,7 @@ pub struct Head {
     /// HTTP/1.1, Connection has the `upgrade` token and a non-empty Upgrade header is
     /// present (RFC 9110 section 7.8 says to ignore Upgrade on 1.0).
     pub upgrade: bool,
-    /// Bytes consumed by the head, including skipped leading empty lines and the
-    /// final CRLF CRLF.
+    /// Bytes consumed by the head, from the request line to the final CRLF CRLF.
     pub len: usize,
 }
 
@@ -122,7 +116,7 @@ pub fn parse_head_into(
     headers: &mut Vec<HeaderSpan>,
 ) -> Result<Option<Head>, ParseError> {
     headers.clear();
-    let Some(line_start) = skip_empty_lines(buf)? else {
+    let Some(line_start) = check_line_start(buf)? else {
         return Ok(None);
     };
     let Some(line) = parse_request_line(buf, line_start, limits)? else {
@@ -281,24 +275,19 @@ fn invalid_byte(b: u8, otherwise: &'static str) -> ParseError {
 // ---------------------------------------------------------------------------------
 // Request line.
 
-/// Skips up to `MAX_LEADING_EMPTY_LINES` CRLFs; returns where the request line starts.
-fn skip_empty_lines(buf: &[u8]) -> Result<Option<usize>, ParseError> {
-    let mut pos = 0;
-    let mut skipped = 0;
-    loop {
-        match (buf.get(pos), buf.get(pos + 1)) {
-            (None, _) | (Some(b'\r'), None) => return Ok(None),
-            (Some(b'\r'), Some(b'\n')) => {
-                if skipped == MAX_LEADING_EMPTY_LINES {
-                    return Err(bad("too many empty lines before the request line"));
-                }
-                skipped += 1;
-                pos += 2;
-            }
-            (Some(b'\r'), Some(_)) => return Err(bad("bare CR in request head")),
-            (Some(b'\n'), _) => return Err(bad("bare LF in request head")),
-            _ => return Ok(Some(pos)),
-        }
+/// Returns where the request line starts: at the first byte, always.
+///
+/// Stricter than RFC 9112 section 2.2, which lets a server skip empty lines before
+/// the request line (a CRLF some old clients sent after a POST body): h11 refuses
+/// them, and we are never more lenient than h11 (docs/security.md). So a CR or LF
+/// as the first byte is a 400 at once, whatever follows it.
+fn check_line_start(buf: &[u8]) -> Result<Option<usize>, ParseError> {
+    match buf {
+        [] => Ok(None),
+        [b'\r', b'\n', ..] => Err(bad("empty line before the request line")),
+        [b'\r', ..] => Err(bad("bare CR in request head")),
+        [b'\n', ..] => Err(bad("bare LF in request head")),
+        _ => Ok(Some(0)),
     }
 }
 

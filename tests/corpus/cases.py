@@ -112,6 +112,8 @@ class Case:
     raw: bytes
     expect: list[Outcome]
     limits: dict[str, int] = field(default_factory=dict)
+    #: Where h11 differs, the id of the entry in strictness.py that says why.
+    h11: str | None = None
 
     @property
     def accepted(self) -> list[Request]:
@@ -158,6 +160,7 @@ def load() -> tuple[Case, ...]:
                 raw=_raw(data["input"]),
                 expect=[_outcome(item) for item in data["expect"]],
                 limits=data.get("limits", {}),
+                h11=data.get("h11"),
             )
         )
     return tuple(cases)
