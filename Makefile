@@ -10,7 +10,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYO3_PYTHON := $(abspath $(PY))
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: run test build lint rust-test py-test py-versions bench clean
+.PHONY: run test build lint rust-test py-test py-versions fuzz-ci bench clean
 
 # Other supported Pythons the tests also run on (found under pyenv or on PATH).
 EXTRA_PYTHONS ?= 3.12 3.13
@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "maturin>=1.7,<2" "uvloop>=0.21" "orjson>=3.10" "click>=8.1" \
-		"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" "mypy>=1.13" "ruff>=0.8"
+		"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" "hypothesis>=6.100" "mypy>=1.13" "ruff>=0.8"
 	touch $@
 
 build: $(VENV)/.installed
@@ -53,13 +53,32 @@ py-versions:
 		venv=.venv-$$v; \
 		test -x $$venv/bin/python || $$exe -m venv $$venv || exit 1; \
 		$$venv/bin/python -m pip install --quiet "maturin>=1.7,<2" "uvloop>=0.21" "orjson>=3.10" "click>=8.1" \
-			"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" || exit 1; \
+			"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" "hypothesis>=6.100" || exit 1; \
 		VIRTUAL_ENV=$(CURDIR)/$$venv PYO3_PYTHON=$(CURDIR)/$$venv/bin/python CARGO_TARGET_DIR=target/py$$v \
 			$$venv/bin/maturin develop --quiet || exit 1; \
 		$$venv/bin/python -m pytest -q -p no:cacheprovider || exit 1; \
 	done
 
-test: rust-test lint py-test py-versions
+# Fuzzing (docs/security.md): both cargo-fuzz targets, seeded from the request
+# corpus, FUZZ_SECONDS each, side by side (one core each). Stable Rust is enough:
+# RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its flags, and with no `unsafe` code in the
+# crate no sanitizer is needed (-s none). A crash leaves its input in fuzz/artifacts.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := parse_head chunked
+CARGO_FUZZ_VERSION := 0.13.2
+fuzz-ci: $(VENV)/.installed
+	command -v cargo-fuzz >/dev/null || cargo install --locked --quiet cargo-fuzz@$(CARGO_FUZZ_VERSION)
+	$(PY) fuzz/seeds.py
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build -O -a -s none
+	cd fuzz && pids=; for t in $(FUZZ_TARGETS); do \
+		RUSTC_BOOTSTRAP=1 cargo fuzz run -O -a -s none $$t -- -max_total_time=$(FUZZ_SECONDS) \
+			-dict=http.dict -max_len=8192 -print_final_stats=1 > target/$$t.log 2>&1 & pids="$$pids $$!"; \
+	done; \
+	failed=0; for pid in $$pids; do wait $$pid || failed=1; done; \
+	for t in $(FUZZ_TARGETS); do echo "== fuzz $$t"; grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb)|^#[0-9]+ +DONE|panicked|ERROR|Test unit written" target/$$t.log; done; \
+	exit $$failed
+
+test: rust-test lint py-test py-versions fuzz-ci
 
 bench: build
 	$(MAKE) -C benchmarks bench SCENARIO=$(SCENARIO) QUICK=$(QUICK)
