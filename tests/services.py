@@ -1,0 +1,304 @@
+"""Private PostgreSQL, Redis and MariaDB servers for the integration tests.
+
+Each runs from a data directory of its own on a free loopback port, never the system
+service, and can be stopped and started again on the same port (to test a database
+that goes away while serving). Readiness is polled, never slept for. The binaries are
+installed by scripts/install-services.sh (called by ``make test``).
+
+Postgres and MariaDB refuse to run as root: when the tests run as root they run the
+servers as the ``postgres`` / ``mysql`` users the packages create.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+START_TIMEOUT = 60.0
+
+
+class ServiceError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _poll(ready: Callable[[], bool], proc: subprocess.Popen[bytes], what: str, log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while not ready():
+        if proc.poll() is not None:
+            raise ServiceError(f"{what} exited with {proc.returncode}: {_tail(log)}")
+        if time.monotonic() > deadline:
+            raise ServiceError(f"{what} not ready after {START_TIMEOUT} s: {_tail(log)}")
+        time.sleep(0.02)
+
+
+def _tail(log: Path) -> str:
+    try:
+        return log.read_text(errors="replace")[-2000:]
+    except OSError:
+        return "(no log)"
+
+
+def _service_user(name: str) -> pwd.struct_passwd | None:
+    """The account to run a server as when we are root, else None (run as ourselves)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(name)
+    except KeyError as exc:
+        raise ServiceError(f"running as root but there is no {name!r} user to run the server as") from exc
+
+
+def _own(path: Path, user: pwd.struct_passwd | None) -> None:
+    if user is not None:
+        os.chown(path, user.pw_uid, user.pw_gid)
+
+
+def _accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class Service:
+    """A server process we start and stop; subclasses say how."""
+
+    name = "service"
+    stop_signal = signal.SIGTERM
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix=f"veter-{self.name}-"))
+        self.port = free_port()
+        self.log = self.root / "server.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.user: pwd.struct_passwd | None = None
+
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        if self.proc is not None:
+            raise ServiceError(f"{self.name} is already running")
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                user=self.user.pw_uid if self.user else None,
+                group=self.user.pw_gid if self.user else None,
+                start_new_session=True,
+            )
+        _poll(self.ready, self.proc, self.name, self.log)
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown) and wait until its port is closed."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.send_signal(self.stop_signal)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _pg_bindir() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    if not found:
+        raise ServiceError("PostgreSQL is not installed: run scripts/install-services.sh")
+    return Path(found[-1]).parent
+
+
+class Postgres(Service):
+    name = "postgres"
+    stop_signal = signal.SIGINT  # fast shutdown (SIGTERM waits for every client to leave)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bindir = _pg_bindir()
+        self.user = _service_user("postgres")
+        self.data = self.root / "data"
+        _own(self.root, self.user)
+        subprocess.run(
+            [str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync"],
+            check=True,
+            capture_output=True,
+            user=self.user.pw_uid if self.user else None,
+            group=self.user.pw_gid if self.user else None,
+        )
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def argv(self) -> list[str]:
+        return [
+            str(self.bindir / "postgres"),
+            "-D",
+            str(self.data),
+            "-p",
+            str(self.port),
+            "-k",
+            str(self.root),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "fsync=off",
+            "-c",
+            "max_connections=200",
+        ]
+
+    def ready(self) -> bool:
+        probe = subprocess.run(
+            [str(self.bindir / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(self.port), "-t", "1"],
+            check=False,
+        )
+        return probe.returncode == 0
+
+
+class Redis(Service):
+    name = "redis"
+
+    def __init__(self) -> None:
+        super().__init__()
+        if shutil.which("redis-server") is None:
+            raise ServiceError("redis-server is not installed: run scripts/install-services.sh")
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def argv(self) -> list[str]:
+        return [
+            "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.root),
+        ]
+
+    def ready(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+
+def _mariadbd() -> str:
+    found = shutil.which("mariadbd") or (
+        "/usr/sbin/mariadbd" if os.path.exists("/usr/sbin/mariadbd") else None
+    )
+    if found is None:
+        raise ServiceError("mariadbd is not installed: run scripts/install-services.sh")
+    return found
+
+
+class MariaDB(Service):
+    """MariaDB with a passwordless ``root`` reachable over TCP from 127.0.0.1 and a
+    database ``test``."""
+
+    name = "mariadb"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.binary = _mariadbd()
+        self.user = _service_user("mysql")
+        self.data = self.root / "data"
+        _own(self.root, self.user)
+        install = [
+            "mariadb-install-db",
+            "--no-defaults",
+            f"--datadir={self.data}",
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+        ]
+        if self.user is not None:
+            install.append(f"--user={self.user.pw_name}")
+        done = subprocess.run(install, check=False, capture_output=True)
+        if done.returncode != 0:
+            raise ServiceError(f"mariadb-install-db failed: {done.stderr.decode(errors='replace')[-1000:]}")
+        self._bootstrapped = False
+
+    @property
+    def url(self) -> str:
+        return f"mysql://root@127.0.0.1:{self.port}/test"
+
+    def argv(self) -> list[str]:
+        return [
+            self.binary,
+            "--no-defaults",
+            f"--datadir={self.data}",
+            f"--port={self.port}",
+            "--bind-address=127.0.0.1",
+            f"--socket={self.root / 'mysqld.sock'}",
+            f"--pid-file={self.root / 'mysqld.pid'}",
+            "--skip-name-resolve",
+            "--skip-log-bin",
+            "--innodb-flush-log-at-trx-commit=0",
+            "--innodb-buffer-pool-size=64M",
+            "--max-connections=300",
+        ]
+
+    def ready(self) -> bool:
+        if not _accepts(self.port):
+            return False
+        ping = subprocess.run(
+            ["mariadb-admin", "--no-defaults", "-uroot", f"--socket={self.root / 'mysqld.sock'}", "ping"],
+            check=False,
+            capture_output=True,
+        )
+        return ping.returncode == 0
+
+    def start(self) -> None:
+        super().start()
+        if not self._bootstrapped:
+            # root@localhost exists; TCP clients come from 127.0.0.1 (no name resolution).
+            self.sql(
+                "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'; "
+                "GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION; "
+                "CREATE DATABASE IF NOT EXISTS test;"
+            )
+            self._bootstrapped = True
+
+    def sql(self, statements: str) -> None:
+        """Run SQL as root over the server's socket (the server must be running)."""
+        done = subprocess.run(
+            ["mariadb", "--no-defaults", "-uroot", f"--socket={self.root / 'mysqld.sock'}", "-e", statements],
+            check=False,
+            capture_output=True,
+        )
+        if done.returncode != 0:
+            raise ServiceError(f"mariadb client failed: {done.stderr.decode(errors='replace')}")
