@@ -140,7 +140,19 @@ class Pool(ABC, Generic[D, C]):
 
     @abstractmethod
     def is_connection_error(self, exc: BaseException) -> bool:
-        """Whether ``exc`` means the database is unreachable (not a query's own error)."""
+        """Whether ``exc`` means the database is unreachable (not a query's own error).
+
+        Timeouts are not: a slow query is not an outage. Only while a connection is
+        being set up does a timeout count as one (see ``is_timeout``)."""
+
+    def is_timeout(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the driver's timeout (counts as unreachable when connecting)."""
+        return isinstance(exc, TimeoutError)
+
+    def is_gone(self, exc: BaseException) -> bool:
+        """Whether an error raised while using a connection means the database went
+        away (a timeout, itself an ``OSError``, does not)."""
+        return self.is_connection_error(exc) and not self.is_timeout(exc)
 
     def _open_connections(self, driver: D) -> int:
         """How many connections the driver's pool holds open (in use or idle)."""
@@ -292,7 +304,7 @@ class Pool(ABC, Generic[D, C]):
         try:
             yield conn
         except Exception as exc:
-            if self.is_connection_error(exc):
+            if self.is_gone(exc):
                 broken = True
                 raise self._lost_error(exc) from exc
             raise
@@ -327,7 +339,7 @@ class Pool(ABC, Generic[D, C]):
             conn = await self._take(driver)
         except BaseException as exc:
             slots.release()
-            if isinstance(exc, Exception) and self.is_connection_error(exc):
+            if isinstance(exc, Exception) and (self.is_connection_error(exc) or self.is_timeout(exc)):
                 raise self._lost_error(exc) from exc
             raise
         waited = time.perf_counter() - started

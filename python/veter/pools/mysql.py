@@ -136,7 +136,7 @@ class MySQLPool(Pool[Any, Any]):
         return size
 
     def is_connection_error(self, exc: BaseException) -> bool:
-        if isinstance(exc, OSError | TimeoutError):
+        if isinstance(exc, OSError):
             return True
         if isinstance(exc, myerr.OperationalError | myerr.InterfaceError):
             code = exc.args[0] if exc.args else None

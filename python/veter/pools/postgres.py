@@ -24,7 +24,6 @@ __all__ = ["PostgresPool"]
 _UNREACHABLE: tuple[type[BaseException], ...] = (
     pgerr.InternalClientError,
     OSError,
-    TimeoutError,
     pgerr.ConnectionDoesNotExistError,
     pgerr.PostgresConnectionError,
     pgerr.AdminShutdownError,

@@ -22,12 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisPool"]
 
-_UNREACHABLE: tuple[type[BaseException], ...] = (
-    OSError,
-    TimeoutError,
-    rexc.ConnectionError,
-    rexc.TimeoutError,
-)
+# A command's timeout (rexc.TimeoutError) is not an outage: redis-py drops that
+# connection and the next command reconnects.
+_UNREACHABLE: tuple[type[BaseException], ...] = (OSError, rexc.ConnectionError)
 
 
 class _GatedConnectionPool(aioredis.ConnectionPool):
@@ -65,6 +62,8 @@ class _Pipeline(aioredis.client.Pipeline):
         try:
             return await super().execute(raise_on_error)
         except _UNREACHABLE as exc:
+            if not self.owner.is_gone(exc):
+                raise
             raise self.owner.lost_error(exc) from exc
 
 
@@ -75,6 +74,8 @@ class _Client(aioredis.Redis):
         try:
             return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
         except _UNREACHABLE as exc:
+            if not self.owner.is_gone(exc):
+                raise
             raise self.owner.lost_error(exc) from exc
 
     def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> _Pipeline:
@@ -191,6 +192,9 @@ class RedisPool(Pool[_GatedConnectionPool, Any]):
 
     def is_connection_error(self, exc: BaseException) -> bool:
         return isinstance(exc, _UNREACHABLE)
+
+    def is_timeout(self, exc: BaseException) -> bool:
+        return isinstance(exc, TimeoutError | rexc.TimeoutError)
 
     # -- the gate, for _GatedConnectionPool ------------------------------------------
 
