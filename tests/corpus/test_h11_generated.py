@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from random import Random
 from typing import Any
 
@@ -149,6 +150,13 @@ def make_app() -> veter.App:
     return app
 
 
+@dataclass(frozen=True)
+class Routed:
+    """Accepted, and answered 404 or 405 by the router: no echo of the fields."""
+
+    keep_alive: bool
+
+
 class Veter:
     """Feeds bytes to the server's connection object on a loop of its own."""
 
@@ -160,12 +168,11 @@ class Veter:
     async def _build(self) -> Any:
         return self.app.build_dispatcher(self.app.config)
 
-    def outcomes(self, raw: bytes) -> list[Outcome | None]:
-        """Requests (None for one the router answered 404/405: accepted, fields
-        unknown) and the rejection, if any."""
+    def outcomes(self, raw: bytes) -> list[Outcome | Routed]:
+        """The requests answered and the rejection, if any."""
         return self.runner.run(self._feed(raw))
 
-    async def _feed(self, raw: bytes) -> list[Outcome | None]:
+    async def _feed(self, raw: bytes) -> list[Outcome | Routed]:
         conn = self.dispatcher()
         transport = MemoryTransport(conn, ("127.0.0.1", 1))
         conn.connection_made(transport)
@@ -173,7 +180,7 @@ class Veter:
         data, closed = bytes(transport.data), transport.closed
         transport.close()
         await asyncio.sleep(0)  # connection_lost runs
-        out: list[Outcome | None] = []
+        out: list[Outcome | Routed] = []
         while data:
             parsed = _ResponseReader(False).parse(data, closed)
             assert parsed is not None, data
@@ -193,7 +200,7 @@ class Veter:
                     )
                 )
             elif response.status in (404, 405):
-                out.append(None)
+                out.append(Routed(keep_alive=not close))
             else:
                 assert close, response
                 out.append(Reject(response.status))
@@ -273,13 +280,15 @@ def reasons(raw: bytes, oracle: Request | None) -> set[str]:
     return found
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The same examples every run, so CI cannot fail by chance; raise max_examples (and
+# drop derandomize) to explore further by hand.
+@settings(max_examples=1500, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=requests)
 def test_generated_requests_agree_with_h11(veter_memory: Veter, raw: bytes) -> None:
     compare(veter_memory.outcomes(raw), h11_outcomes(raw), raw)
 
 
-def compare(mine: list[Outcome | None], oracle: list[Outcome], raw: bytes) -> None:
+def compare(mine: list[Outcome | Routed], oracle: list[Outcome], raw: bytes) -> None:
     # veter cannot be asked whether it waits for more; h11's trailing "incomplete"
     # matches veter answering nothing more and not closing.
     if oracle and isinstance(oracle[-1], Incomplete):
@@ -300,13 +309,11 @@ def compare(mine: list[Outcome | None], oracle: list[Outcome], raw: bytes) -> No
         if isinstance(theirs, Reject):
             return
         assert isinstance(theirs, Request)
-        if ours is None:
-            continue  # routed to a 404 or 405: accepted, fields not echoed
-        assert isinstance(ours, Request)
-        assert same_request(ours, theirs), f"{ours} != {theirs}: {raw!r}"
+        # A request the router answered (404, 405) has no fields to compare.
+        assert isinstance(ours, Routed) or same_request(ours, theirs), f"{ours} != {theirs}: {raw!r}"
         if ours.keep_alive != theirs.keep_alive:
             # The one allowed difference (strictness.DIFFERENT): HTTP/1.0 keep-alive.
-            assert ours.version == "1.0" and ours.keep_alive, f"{ours} vs {theirs}: {raw!r}"
+            assert theirs.version == "1.0" and ours.keep_alive, f"{ours} vs {theirs}: {raw!r}"
             return
     if len(mine) > len(oracle):
         ours_next = mine[len(oracle)]
