@@ -21,6 +21,7 @@ async def test_postgres_transactions_commit_and_roll_back(postgres_server: Postg
         await pg.execute("CREATE TABLE tx_items (id int PRIMARY KEY, name text)")
         async with pg.transaction() as conn:
             await conn.execute("INSERT INTO tx_items VALUES (1, 'kept')")
+
         async def insert_then_fail() -> None:
             async with pg.transaction() as conn:
                 await conn.execute("INSERT INTO tx_items VALUES (2, 'dropped')")
@@ -73,6 +74,7 @@ async def test_mysql_transactions_commit_and_roll_back(mariadb_server: MariaDB) 
         await db.execute("CREATE TABLE tx_items (id INT PRIMARY KEY, name VARCHAR(20))")
         async with db.transaction() as conn, conn.cursor() as cur:
             await cur.execute("INSERT INTO tx_items VALUES (1, 'kept')")
+
         async def insert_then_fail() -> None:
             async with db.transaction() as conn, conn.cursor() as cur:
                 await cur.execute("INSERT INTO tx_items VALUES (2, 'dropped')")
