@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import redis.exceptions
 
 import veter
 from tests.services import MariaDB, Postgres, Redis
@@ -59,6 +60,16 @@ async def test_redis_commands_and_pipelines_go_through_the_pool(redis_server: Re
         stats = cache.stats()
         assert stats["acquires"] >= 3 and stats["in_use"] == 0
         assert 1 <= stats["open"] <= 2
+
+
+async def test_redis_command_timeout_is_not_an_outage(redis_server: Redis) -> None:
+    app = veter.App()
+    cache = RedisPool(app, url=redis_server.url, command_timeout=0.2)
+    async with AsyncTestClient(app):
+        with pytest.raises(redis.exceptions.TimeoutError):
+            await cache.client.blpop(["veter:empty"], timeout=2)
+        assert cache.state == "up"
+        assert await cache.client.ping()
 
 
 def test_redis_client_before_open_is_a_clear_error() -> None:
