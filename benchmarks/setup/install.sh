@@ -10,7 +10,7 @@ mkdir -p "$WORK/bin" "$WORK/logs"
 say() { printf '[install] %s\n' "$*" >&2; }
 
 need_db=0; need_redis=0
-case "$SCENARIO" in all|db) need_db=1;; esac
+case "$SCENARIO" in all|db|fanout) need_db=1;; esac
 case "$SCENARIO" in all|redis+log) need_redis=1;; esac
 
 # Debian packages: wrk, nginx, and the databases only when a scenario wants them.

@@ -23,6 +23,7 @@ ROUTES = {
     "block": "/block",
     "db": "/db",
     "redis": "/redis",
+    "fanout": "/fanout/7",
 }
 HELLO = frozenset({"plaintext", "json"})
 ASYNC = HELLO | {"sleep1", "sleep10", "sleep50", "sleep100", "hard", "block"}
