@@ -5,7 +5,7 @@
 //! `loop.create_server`, keeps the set of open connections for the keep-alive reaper
 //! and for graceful shutdown, and holds the Python callables the core needs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -46,6 +46,9 @@ pub struct Dispatcher {
     pub eager_task: Option<Py<PyAny>>,
     pub shutting_down: AtomicBool,
     pub overload: Overload,
+    /// Open connections served at once (0: no cap); the others wait unread.
+    pub max_connections: usize,
+    capacity_waiting: Mutex<VecDeque<(u64, Py<Connection>)>>,
     /// Requests routed so far (for recycling by request count and for metrics).
     pub requests_served: AtomicU64,
     next_id: AtomicU64,
@@ -59,14 +62,55 @@ impl Dispatcher {
     }
 
     pub fn unregister(&self, py: Python<'_>, id: u64) {
-        let now_empty = {
+        let (now_empty, open) = {
             let mut conns = self.lock();
             conns.remove(&id);
-            conns.is_empty()
+            (conns.is_empty(), conns.len())
         };
         if now_empty && self.shutting_down.load(Ordering::Relaxed) {
             self.fire_drained(py);
         }
+        // A slot freed: serve the connections accepted over the cap, in order.
+        if self.max_connections > 0 {
+            let mut waiting = self
+                .capacity_waiting
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            waiting.retain(|(waiting_id, _)| *waiting_id != id);
+            let mut active = open.saturating_sub(waiting.len());
+            let mut resume = Vec::new();
+            while active < self.max_connections {
+                let Some((_, conn)) = waiting.pop_front() else {
+                    break;
+                };
+                resume.push(conn);
+                active += 1;
+            }
+            drop(waiting);
+            for conn in resume {
+                if let Err(err) = Connection::admit(conn.bind(py)) {
+                    err.print(py);
+                }
+            }
+        }
+    }
+
+    /// Whether a connection just registered is over `max_connections`; if so it
+    /// waits (unread) for a slot.
+    pub fn over_capacity(&self, id: u64, conn: &Py<Connection>, py: Python<'_>) -> bool {
+        if self.max_connections == 0 {
+            return false;
+        }
+        let mut waiting = self
+            .capacity_waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let open = self.lock().len();
+        if open.saturating_sub(waiting.len()) <= self.max_connections {
+            return false;
+        }
+        waiting.push_back((id, conn.clone_ref(py)));
+        true
     }
 
     pub fn next_id(&self) -> u64 {
@@ -106,7 +150,7 @@ impl Dispatcher {
     #[pyo3(signature = (
         routes, app, error_handler, *, server_header = Some("veter".to_owned()),
         keepalive_timeout = 5.0, header_timeout = 10.0, body_timeout = 30.0,
-        write_timeout = 30.0, request_timeout = 60.0, max_concurrency = 0,
+        write_timeout = 30.0, request_timeout = 60.0, max_concurrency = 0, max_connections = 0,
         queue_timeout = 0.0, max_start_line = 8192,
         max_header_count = 100, max_header_bytes = 16384, max_body_bytes = 10 * 1024 * 1024,
         max_chunk_ext_bytes = 1024, max_trailer_bytes = 16384, max_chunk_count = 16384,
@@ -125,6 +169,7 @@ impl Dispatcher {
         write_timeout: f64,
         request_timeout: f64,
         max_concurrency: usize,
+        max_connections: usize,
         queue_timeout: f64,
         max_start_line: usize,
         max_header_count: usize,
@@ -216,6 +261,8 @@ impl Dispatcher {
             eager_task,
             shutting_down: AtomicBool::new(false),
             overload: Overload::new(max_concurrency, queue_timeout),
+            max_connections,
+            capacity_waiting: Mutex::new(VecDeque::new()),
             requests_served: AtomicU64::new(0),
             next_id: AtomicU64::new(0),
             connections: Mutex::new(HashMap::new()),

@@ -114,6 +114,8 @@ pub struct Connection {
     paused_for_pipeline: bool,
     /// Complete requests wait in `buf` until the responses before them are written.
     paused_for_output: bool,
+    /// Accepted over `max_connections`: not read until a slot frees.
+    paused_for_capacity: bool,
     /// Queued in the dispatcher until a handler slot frees (`max_concurrency`).
     paused_for_concurrency: bool,
     /// When this connection started waiting for a handler slot.
@@ -167,6 +169,7 @@ impl Connection {
             paused_for_pipeline: false,
             paused_for_output: false,
             paused_for_concurrency: false,
+            paused_for_capacity: false,
             waiting_since: None,
             batch_start: Instant::now(),
             event_loop: None,
@@ -181,8 +184,18 @@ impl Connection {
         }
     }
 
+    /// Lets a connection that waited for a slot under `max_connections` be read.
+    pub fn admit(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Self::with_borrow(slf, |this, py| {
+            this.paused_for_capacity = false;
+            this.last_activity = Instant::now();
+            this.drain_buffered(py)
+        })
+    }
+
     fn is_idle(&self) -> bool {
-        matches!(self.reading, Reading::Head)
+        !self.paused_for_capacity
+            && matches!(self.reading, Reading::Head)
             && self.buf.is_empty()
             && self.queue.is_empty()
             && self.in_flight == 0
@@ -823,8 +836,10 @@ impl Connection {
             actions.close = true;
             self.closed = true;
         }
-        let want_pause =
-            self.writing_paused || self.paused_for_pipeline || self.paused_for_concurrency;
+        let want_pause = self.writing_paused
+            || self.paused_for_pipeline
+            || self.paused_for_concurrency
+            || self.paused_for_capacity;
         if want_pause && !self.reading_paused && !self.closed {
             self.reading_paused = true;
             actions.pause_reading = true;
@@ -1004,6 +1019,12 @@ impl Connection {
         let id = this.id;
         drop(this);
         d.register(id, slf.clone().unbind());
+        if d.over_capacity(id, &slf.clone().unbind(), py) {
+            // Over the worker's connection cap: accepted, but not served until another
+            // connection closes. (Reading cannot be paused here: uvloop starts reading
+            // after connection_made returns; the first read is kept and pauses it.)
+            slf.borrow_mut().paused_for_capacity = true;
+        }
         // A connection accepted just before the drain began (its connection_made runs
         // after the listener closed) is still served: its first response carries
         // `Connection: close`, and the reaper closes it if it sends nothing.
@@ -1022,6 +1043,10 @@ impl Connection {
                         .iteration_start(py, this.last_activity, lp, marker);
             }
             if matches!(this.reading, Reading::Stopped) {
+                return Ok(());
+            }
+            if this.paused_for_capacity {
+                this.buf.extend_from_slice(data.as_bytes());
                 return Ok(());
             }
             if this.buf.is_empty() {

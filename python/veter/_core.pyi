@@ -107,6 +107,7 @@ class Dispatcher:
         write_timeout: float = 30.0,
         request_timeout: float = 60.0,
         max_concurrency: int = 0,
+        max_connections: int = 0,
         queue_timeout: float = 0.0,
         max_start_line: int = 8192,
         max_header_count: int = 100,

@@ -32,6 +32,8 @@ class ServerConfig:
     request_timeout: float = 60.0
     #: Handlers in flight per worker (0: no cap); above it the worker stops reading new requests.
     max_concurrency: int = 0
+    #: Connections one worker serves at once (0: no cap); more are accepted but not read until one closes.
+    max_connections: int = 0
     #: Seconds a request may wait before its handler starts (0: off); later ones get 503 + Retry-After.
     queue_timeout: float = 0.0
     #: Warn (naming the route and its stack) when the event loop is blocked this long (0: off).
@@ -86,6 +88,8 @@ class ServerConfig:
                 raise ValueError(f"{name} must be a positive number of seconds")
         if not self.lag_threshold >= 0:
             raise ValueError("lag_threshold must be a number of seconds >= 0 (0: off)")
+        if self.max_connections < 0:
+            raise ValueError("max_connections must be >= 0 (0: no cap)")
         if self.max_concurrency < 0:
             raise ValueError("max_concurrency must be >= 0 (0: no cap)")
         if not self.queue_timeout >= 0:
@@ -114,6 +118,7 @@ class ServerConfig:
             "write_timeout",
             "request_timeout",
             "max_concurrency",
+            "max_connections",
             "queue_timeout",
             "max_start_line",
             "max_header_count",

@@ -141,9 +141,6 @@ def test_a_client_that_pipelines_forever_and_never_reads_is_paused(serve: Serve)
     assert served < sent // 28
 
 
-@pytest.mark.xfail(
-    strict=True, reason="max_connections (per-worker connection cap) is issue 4's; not there yet"
-)
 def test_connections_per_worker_are_capped(serve: Serve) -> None:
     server = serve(make_app(), max_connections=2)
     first, second = server.connect(), server.connect()
