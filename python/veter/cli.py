@@ -153,6 +153,9 @@ def main() -> None:
     help="Recycle a worker after this many seconds (0: never).",
 )
 @click.option(
+    "--reload", is_flag=True, help="Restart workers when Python files under the current directory change."
+)
+@click.option(
     "--reuse-port", is_flag=True, help="Each worker binds its own SO_REUSEPORT socket instead of sharing one."
 )
 def run(
@@ -166,6 +169,7 @@ def run(
     max_rss: int,
     max_lifetime: float,
     reuse_port: bool,
+    reload: bool,
     **options: Any,
 ) -> None:
     """Serve MODULE:APP until SIGINT or SIGTERM.
@@ -207,6 +211,12 @@ def run(
         )
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+    if reload:
+        from pathlib import Path
+
+        from veter.supervisor.reload import start_reloader
+
+        start_reloader(Path.cwd())
     sys.exit(Master(app_ref, config, master_config, overrides=changes).run())
 
 

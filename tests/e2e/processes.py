@@ -15,10 +15,10 @@ READY = re.compile(r"veter serving on http://127\.0\.0\.1:(\d+)")
 
 
 class Proc:
-    def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:
+    def __init__(self, args: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "veter", *args],
-            cwd=ROOT,
+            cwd=cwd,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

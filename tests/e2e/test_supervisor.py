@@ -171,3 +171,31 @@ def test_stuck_worker_is_dumped_and_replaced(master) -> None:  # type: ignore[no
         proc.wait_for(r"block_forever_handler", timeout=5)
         proc.wait_for(r"worker \d+ ready", timeout=10, start=proc.mark() - 1)
     wait_until(lambda: children_of(proc.pid) and children_of(proc.pid) != first, timeout=10)
+
+
+def test_reload_restarts_workers_on_change(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    module = tmp_path / "reloadable.py"
+    module.write_text('import veter\napp = veter.App()\napp.add_route("/", lambda r: "v1")\n')
+    proc = Proc(["run", "reloadable:app", "--port", "0", "--reload"], cwd=tmp_path)
+    try:
+        port = proc.wait_ready()
+        proc.wait_for(r"worker \d+ ready")
+        assert _get(port) == "v1"
+        mark = proc.mark()
+        module.write_text('import veter\napp = veter.App()\napp.add_route("/", lambda r: "v2")\n')
+        proc.wait_for(r"changed: reloadable.py", start=mark)
+        proc.wait_for(r"worker \d+ exited", start=mark)
+        assert _get(port) == "v2"
+    finally:
+        proc.proc.send_signal(signal.SIGTERM)
+        proc.proc.wait(10)
+        proc.close()
+
+
+def _get(port: int) -> str:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(4096):
+            data += chunk
+    return data.split(b"\r\n\r\n", 1)[1].decode()
