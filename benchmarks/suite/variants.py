@@ -12,8 +12,8 @@ AppArgv = Callable[[str, int, int], list[str]]
 
 
 def veter(module: str, port: int, workers: int) -> list[str]:
-    # No --workers yet (the multi-worker master is a later issue): always one process.
-    return [str(paths.VETER_PYTHON), "-m", "veter", "run", module, "--host", "127.0.0.1", "--port", str(port)]
+    argv = [str(paths.VETER_PYTHON), "-m", "veter", "run", module, "--host", "127.0.0.1", "--port", str(port)]
+    return [*argv, "--workers", str(workers)]
 
 
 def uvicorn(module: str, port: int, workers: int) -> list[str]:
@@ -85,7 +85,7 @@ def gunicorn_sync(module: str, port: int, workers: int) -> list[str]:
 
 # name -> (what, argv builder, worker counts it can use or None for any)
 KINDS: dict[str, tuple[str, AppArgv, list[int] | None]] = {
-    "veter": ("veter, one process (no --workers yet)", veter, [1]),
+    "veter": ("veter --workers N (a master supervising N workers)", veter, None),
     "uvicorn-starlette": ("Starlette on uvicorn --workers N", uvicorn, None),
     "aiohttp": ("aiohttp on gunicorn, GunicornUVLoopWebWorker", gunicorn_aiohttp, None),
     "sanic": ("Sanic --workers N", sanic, None),
