@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import threading
+from collections import Counter
 import time
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ class Stats:
     failed: int = 0
     errors: list[str] = field(default_factory=list)
     pids: set[str] = field(default_factory=set)
+    by_pid: Counter[str] = field(default_factory=Counter)
 
 
 class Load:
@@ -75,7 +77,9 @@ class Load:
                 with self._lock:
                     if resp.status == 200:
                         self.stats.ok += 1
-                        self.stats.pids.add(body.rsplit("pid=", 1)[-1])
+                        pid = body.rsplit("pid=", 1)[-1]
+                        self.stats.pids.add(pid)
+                        self.stats.by_pid[pid] += 1
                     else:
                         self.stats.failed += 1
                         self.stats.errors.append(f"status {resp.status}")
