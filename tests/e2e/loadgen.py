@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import http.client
 import threading
-from collections import Counter
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 
