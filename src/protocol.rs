@@ -20,11 +20,11 @@
 
 use std::collections::VecDeque;
 use std::mem;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString};
 use smallvec::SmallVec;
 
 use crate::dispatcher::Dispatcher;
@@ -32,12 +32,18 @@ use crate::http1::body::ChunkedDecoder;
 use crate::http1::encode::{self, Framing};
 use crate::http1::error::ParseError;
 use crate::http1::parse::{self, BodyKind, Head, Version};
-use crate::pyrefs;
 use crate::request::{self, Body, Request};
-use crate::response::{Response, APPLICATION_JSON, OCTET_STREAM, TEXT_PLAIN};
+use crate::response::{Response, TEXT_PLAIN};
 use crate::router::params::ParamValue;
 use crate::router::tree::Lookup;
-use crate::timeouts::{expired, Timeouts};
+
+mod completion;
+mod respond;
+mod timers;
+
+use respond::{encode_error, encode_result, is_coroutine};
+
+pub use completion::Completion;
 
 /// Bytes of responses gathered in one go before the rest of a pipelined batch
 /// waits for them to be written.
@@ -200,110 +206,6 @@ impl Connection {
             && self.queue.is_empty()
             && self.in_flight == 0
             && self.out.is_empty()
-    }
-
-    /// Enforces the timeouts of this connection (see `timeouts.rs`); returns
-    /// whether it is being closed.
-    pub fn check_timers(slf: &Bound<'_, Self>, now: Instant, t: &Timeouts) -> PyResult<bool> {
-        let py = slf.py();
-        let abort = {
-            let Ok(mut this) = slf.try_borrow_mut() else {
-                return Ok(false);
-            };
-            if this.closed {
-                return Ok(false);
-            }
-            if this
-                .write_paused_since
-                .is_some_and(|since| expired(now, since, t.write))
-            {
-                // The client stopped reading: drop it and what it has not read.
-                this.reading = Reading::Stopped;
-                this.closed = true;
-                this.transport.as_ref().map(|tr| tr.clone_ref(py))
-            } else {
-                None
-            }
-        };
-        if let Some(transport) = abort {
-            transport.call_method0(py, "abort")?;
-            return Ok(true);
-        }
-        let mut cancel = Vec::new();
-        let mut closing = false;
-        Self::with_borrow(slf, |this, _py| {
-            match &this.reading {
-                Reading::Head if this.is_idle() => {
-                    if expired(now, this.last_activity, t.keepalive) {
-                        this.reading = Reading::Stopped;
-                        this.closing = true;
-                        closing = true;
-                    }
-                }
-                Reading::Head if !this.paused_for_pipeline => {
-                    if this
-                        .head_started
-                        .is_some_and(|since| expired(now, since, t.header))
-                    {
-                        this.fail_with(408, "request head not received in time");
-                        closing = true;
-                    }
-                }
-                Reading::Body(_) => {
-                    if expired(now, this.last_activity, t.body) {
-                        this.fail_with(408, "request body not received in time");
-                        closing = true;
-                    }
-                }
-                Reading::Head | Reading::Stopped => {}
-            }
-            if let Some(limit) = t.request {
-                this.expire_handlers(now, limit, &mut cancel);
-            }
-            Ok(())
-        })?;
-        for task in cancel {
-            task.call_method0(py, "cancel")?;
-        }
-        Ok(closing)
-    }
-
-    /// Answers 504 for every handler past its deadline and hands back their tasks
-    /// to cancel (cancelled outside the borrow: cancelling may run callbacks).
-    fn expire_handlers(&mut self, now: Instant, limit: Duration, cancel: &mut Vec<Py<PyAny>>) {
-        let due = |slot: &Slot| {
-            slot.bytes.is_none()
-                && slot
-                    .pending
-                    .as_ref()
-                    .is_some_and(|run| expired(now, run.started, limit))
-        };
-        if !self.queue.iter().any(due) {
-            return;
-        }
-        self.date = encode::date_line();
-        let common = encode::Common {
-            server_line: &self.disp.get().server_line,
-            date_line: &self.date,
-        };
-        for slot in &mut self.queue {
-            if !due(slot) {
-                continue;
-            }
-            let Some(run) = slot.pending.take() else {
-                continue;
-            };
-            let parts = encode::Parts {
-                status: 504,
-                content_type: Some(TEXT_PLAIN),
-                headers: &[],
-                body: b"handler deadline exceeded",
-            };
-            let mut bytes = Vec::new();
-            encode::encode_response(&mut bytes, &parts, run.framing, common);
-            slot.bytes = Some(bytes);
-            cancel.push(run.task);
-        }
     }
 
     pub fn close_when_idle(slf: &Bound<'_, Self>) -> PyResult<()> {
@@ -913,85 +815,6 @@ impl Connection {
     }
 }
 
-fn is_coroutine(obj: &Bound<'_, PyAny>) -> bool {
-    // Only on the slow path of a sync-declared handler returning an awaitable.
-    !obj.is_instance_of::<PyString>()
-        && !obj.is_instance_of::<PyBytes>()
-        && !obj.is_instance_of::<PyDict>()
-        && !obj.is_instance_of::<PyList>()
-        && !obj.is_instance_of::<Response>()
-        && obj.hasattr("send").unwrap_or(false)
-        && obj.hasattr("throw").unwrap_or(false)
-        && obj.hasattr("__await__").unwrap_or(false)
-}
-
-/// Turns what a handler returned into response bytes.
-pub fn encode_result(
-    py: Python<'_>,
-    common: encode::Common<'_>,
-    result: &Bound<'_, PyAny>,
-    framing: Framing,
-    out: &mut Vec<u8>,
-) -> PyResult<()> {
-    if let Ok(resp) = result.cast::<Response>() {
-        resp.borrow().encode_into(py, out, framing, common);
-        return Ok(());
-    }
-    let (body, content_type): (Bound<'_, PyAny>, &str) = if let Ok(s) = result.cast::<PyString>() {
-        (
-            PyBytes::new(py, s.to_str()?.as_bytes()).into_any(),
-            TEXT_PLAIN,
-        )
-    } else if result.is_instance_of::<PyBytes>() {
-        (result.clone(), OCTET_STREAM)
-    } else if result.is_instance_of::<PyDict>() || result.is_instance_of::<PyList>() {
-        (
-            pyrefs::get(py)?.json_dumps.bind(py).call1((result,))?,
-            APPLICATION_JSON,
-        )
-    } else {
-        return Err(PyTypeError::new_err(format!(
-            "handler returned {}; return a Response, str, bytes, dict or list",
-            result.get_type().name()?
-        )));
-    };
-    let body = body.cast::<PyBytes>()?;
-    let parts = encode::Parts {
-        status: 200,
-        content_type: Some(content_type),
-        headers: &[],
-        body: body.as_bytes(),
-    };
-    encode::encode_response(out, &parts, framing, common);
-    Ok(())
-}
-
-/// Asks the app's error handler for a response to `err`; falls back to a plain 500.
-pub fn encode_error(
-    py: Python<'_>,
-    disp: &Dispatcher,
-    common: encode::Common<'_>,
-    request: &Py<Request>,
-    err: PyErr,
-    framing: Framing,
-    out: &mut Vec<u8>,
-) {
-    let handled = disp
-        .error_handler
-        .bind(py)
-        .call1((request.clone_ref(py), err.value(py)))
-        .and_then(|resp| {
-            let resp = resp.cast::<Response>()?;
-            resp.borrow().encode_into(py, out, framing, common);
-            Ok(())
-        });
-    if let Err(inner) = handled {
-        inner.print(py);
-        Response::new_plain(py, 500, b"Internal Server Error", TEXT_PLAIN)
-            .encode_into(py, out, framing, common);
-    }
-}
-
 #[pymethods]
 impl Connection {
     fn connection_made(slf: &Bound<'_, Self>, transport: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -1137,90 +960,5 @@ impl Connection {
     #[getter]
     fn in_flight(&self) -> usize {
         self.in_flight
-    }
-}
-
-/// Called by asyncio when a suspended handler's task finishes.
-#[pyclass(module = "veter._core", name = "_Completion", frozen)]
-pub struct Completion {
-    conn: Py<Connection>,
-    seq: u64,
-    framing: Framing,
-    request: Py<Request>,
-}
-
-#[pymethods]
-impl Completion {
-    fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
-        let conn = self.conn.bind(py);
-        let disp = conn.borrow().disp.clone_ref(py);
-        disp.get().overload.finished();
-        Connection::with_borrow(conn, |this, py| {
-            this.in_flight = this.in_flight.saturating_sub(1);
-            this.date = encode::date_line();
-            if this.closed {
-                return Ok(());
-            }
-            let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) else {
-                return Ok(());
-            };
-            if slot.bytes.is_some() {
-                // Already answered 504 at its deadline; the cancelled task ends here.
-                return this.drain_buffered(py);
-            }
-            slot.pending = None;
-            let disp = this.disp.clone_ref(py);
-            let mut framing = self.framing;
-            if disp
-                .get()
-                .shutting_down
-                .load(std::sync::atomic::Ordering::Relaxed)
-            {
-                // Draining: this response is the connection's last.
-                framing.keep_alive = false;
-            }
-            this.note_framing(framing);
-            let mut bytes = Vec::new();
-            match task.call_method0("result") {
-                Ok(result) => {
-                    if let Err(err) = encode_result(py, this.common(), &result, framing, &mut bytes)
-                    {
-                        encode_error(
-                            py,
-                            disp.get(),
-                            this.common(),
-                            &self.request,
-                            err,
-                            framing,
-                            &mut bytes,
-                        );
-                    }
-                }
-                Err(err) => {
-                    encode_error(
-                        py,
-                        disp.get(),
-                        this.common(),
-                        &self.request,
-                        err,
-                        framing,
-                        &mut bytes,
-                    );
-                }
-            }
-            if let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) {
-                slot.bytes = Some(bytes);
-            }
-            this.drain_buffered(py)
-        })?;
-        // A handler slot freed: let connections waiting for one go on, in order.
-        while let Some(waiting) = disp.get().overload.next_waiting() {
-            Connection::with_borrow(waiting.bind(py), |this, py| {
-                let resumed = this.drain_buffered(py);
-                this.waiting_since = None;
-                resumed
-            })?;
-        }
-        Ok(())
     }
 }

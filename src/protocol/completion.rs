@@ -1,0 +1,94 @@
+//! Finishing a handler that suspended: its task's done-callback writes the answer
+//! into the connection's queue, in request order, and frees its handler slot.
+
+use pyo3::prelude::*;
+
+use super::respond::{encode_error, encode_result};
+use super::Connection;
+use crate::http1::encode::{self, Framing};
+use crate::request::Request;
+
+/// Called by asyncio when a suspended handler's task finishes.
+#[pyclass(module = "veter._core", name = "_Completion", frozen)]
+pub struct Completion {
+    pub(super) conn: Py<Connection>,
+    pub(super) seq: u64,
+    pub(super) framing: Framing,
+    pub(super) request: Py<Request>,
+}
+
+#[pymethods]
+impl Completion {
+    fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        let conn = self.conn.bind(py);
+        let disp = conn.borrow().disp.clone_ref(py);
+        disp.get().overload.finished();
+        Connection::with_borrow(conn, |this, py| {
+            this.in_flight = this.in_flight.saturating_sub(1);
+            this.date = encode::date_line();
+            if this.closed {
+                return Ok(());
+            }
+            let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) else {
+                return Ok(());
+            };
+            if slot.bytes.is_some() {
+                // Already answered 504 at its deadline; the cancelled task ends here.
+                return this.drain_buffered(py);
+            }
+            slot.pending = None;
+            let disp = this.disp.clone_ref(py);
+            let mut framing = self.framing;
+            if disp
+                .get()
+                .shutting_down
+                .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                // Draining: this response is the connection's last.
+                framing.keep_alive = false;
+            }
+            this.note_framing(framing);
+            let mut bytes = Vec::new();
+            match task.call_method0("result") {
+                Ok(result) => {
+                    if let Err(err) = encode_result(py, this.common(), &result, framing, &mut bytes)
+                    {
+                        encode_error(
+                            py,
+                            disp.get(),
+                            this.common(),
+                            &self.request,
+                            err,
+                            framing,
+                            &mut bytes,
+                        );
+                    }
+                }
+                Err(err) => {
+                    encode_error(
+                        py,
+                        disp.get(),
+                        this.common(),
+                        &self.request,
+                        err,
+                        framing,
+                        &mut bytes,
+                    );
+                }
+            }
+            if let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) {
+                slot.bytes = Some(bytes);
+            }
+            this.drain_buffered(py)
+        })?;
+        // A handler slot freed: let connections waiting for one go on, in order.
+        while let Some(waiting) = disp.get().overload.next_waiting() {
+            Connection::with_borrow(waiting.bind(py), |this, py| {
+                let resumed = this.drain_buffered(py);
+                this.waiting_since = None;
+                resumed
+            })?;
+        }
+        Ok(())
+    }
+}

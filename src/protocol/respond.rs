@@ -1,0 +1,90 @@
+//! Turning what a handler returned (or raised) into response bytes.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+use crate::dispatcher::Dispatcher;
+use crate::http1::encode::{self, Framing};
+use crate::pyrefs;
+use crate::request::Request;
+use crate::response::{Response, APPLICATION_JSON, OCTET_STREAM, TEXT_PLAIN};
+
+pub fn is_coroutine(obj: &Bound<'_, PyAny>) -> bool {
+    // Only on the slow path of a sync-declared handler returning an awaitable.
+    !obj.is_instance_of::<PyString>()
+        && !obj.is_instance_of::<PyBytes>()
+        && !obj.is_instance_of::<PyDict>()
+        && !obj.is_instance_of::<PyList>()
+        && !obj.is_instance_of::<Response>()
+        && obj.hasattr("send").unwrap_or(false)
+        && obj.hasattr("throw").unwrap_or(false)
+        && obj.hasattr("__await__").unwrap_or(false)
+}
+
+/// Turns what a handler returned into response bytes.
+pub fn encode_result(
+    py: Python<'_>,
+    common: encode::Common<'_>,
+    result: &Bound<'_, PyAny>,
+    framing: Framing,
+    out: &mut Vec<u8>,
+) -> PyResult<()> {
+    if let Ok(resp) = result.cast::<Response>() {
+        resp.borrow().encode_into(py, out, framing, common);
+        return Ok(());
+    }
+    let (body, content_type): (Bound<'_, PyAny>, &str) = if let Ok(s) = result.cast::<PyString>() {
+        (
+            PyBytes::new(py, s.to_str()?.as_bytes()).into_any(),
+            TEXT_PLAIN,
+        )
+    } else if result.is_instance_of::<PyBytes>() {
+        (result.clone(), OCTET_STREAM)
+    } else if result.is_instance_of::<PyDict>() || result.is_instance_of::<PyList>() {
+        (
+            pyrefs::get(py)?.json_dumps.bind(py).call1((result,))?,
+            APPLICATION_JSON,
+        )
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "handler returned {}; return a Response, str, bytes, dict or list",
+            result.get_type().name()?
+        )));
+    };
+    let body = body.cast::<PyBytes>()?;
+    let parts = encode::Parts {
+        status: 200,
+        content_type: Some(content_type),
+        headers: &[],
+        body: body.as_bytes(),
+    };
+    encode::encode_response(out, &parts, framing, common);
+    Ok(())
+}
+
+/// Asks the app's error handler for a response to `err`; falls back to a plain 500.
+pub fn encode_error(
+    py: Python<'_>,
+    disp: &Dispatcher,
+    common: encode::Common<'_>,
+    request: &Py<Request>,
+    err: PyErr,
+    framing: Framing,
+    out: &mut Vec<u8>,
+) {
+    let handled = disp
+        .error_handler
+        .bind(py)
+        .call1((request.clone_ref(py), err.value(py)))
+        .and_then(|resp| {
+            let resp = resp.cast::<Response>()?;
+            resp.borrow().encode_into(py, out, framing, common);
+            Ok(())
+        });
+    if let Err(inner) = handled {
+        inner.print(py);
+        Response::new_plain(py, 500, b"Internal Server Error", TEXT_PLAIN)
+            .encode_into(py, out, framing, common);
+    }
+}
