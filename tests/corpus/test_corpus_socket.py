@@ -97,7 +97,7 @@ class Servers:
 def servers() -> Iterator[Servers]:
     # The e2e `serve` fixture is per test; here one server per limits serves many
     # cases, with the same leak checks when the module ends.
-    from ..e2e.conftest import open_fds
+    from ..e2e.conftest import assert_no_fd_leak, open_fds
 
     started: list[tuple[RunningServer, int]] = []
 
@@ -113,7 +113,8 @@ def servers() -> Iterator[Servers]:
         assert running.server is not None and running.server.dispatcher is not None
         assert running.server.dispatcher.connection_count == 0, "connections leaked"
         assert running.leftover_tasks == [], f"tasks leaked: {running.leftover_tasks}"
-    assert started == [] or open_fds() == started[0][1], "file descriptors leaked"
+    if started:
+        assert_no_fd_leak(started[0][1])
 
 
 def send_all(sock: socket.socket, data: bytes) -> None:
