@@ -57,6 +57,54 @@ def main() -> None:
     default=None,
     help=f"Drain seconds on SIGTERM [default: {_DEFAULTS.graceful_timeout}].",
 )
+@click.option(
+    "--header-timeout",
+    type=float,
+    default=None,
+    help=f"Seconds to receive a request head (408 after) [default: {_DEFAULTS.header_timeout}].",
+)
+@click.option(
+    "--body-timeout",
+    type=float,
+    default=None,
+    help=f"Seconds of silence inside a request body (408 after) [default: {_DEFAULTS.body_timeout}].",
+)
+@click.option(
+    "--write-timeout",
+    type=float,
+    default=None,
+    help=f"Seconds a client may leave its response unread [default: {_DEFAULTS.write_timeout}].",
+)
+@click.option(
+    "--request-timeout",
+    type=float,
+    default=None,
+    help=f"Handler deadline in seconds, 504 after it (0: none) [default: {_DEFAULTS.request_timeout}].",
+)
+@click.option(
+    "--max-concurrency",
+    type=int,
+    default=None,
+    help=f"Handlers in flight per worker; above it reading pauses (0: no cap) [default: {_DEFAULTS.max_concurrency}].",
+)
+@click.option(
+    "--max-connections",
+    type=int,
+    default=None,
+    help=f"Connections served at once per worker (0: no cap) [default: {_DEFAULTS.max_connections}].",
+)
+@click.option(
+    "--queue-timeout",
+    type=float,
+    default=None,
+    help=f"Seconds a request may wait for its handler; later ones get 503 (0: off) [default: {_DEFAULTS.queue_timeout}].",
+)
+@click.option(
+    "--lag-threshold",
+    type=float,
+    default=None,
+    help=f"Warn when the loop is blocked this many seconds (0: off) [default: {_DEFAULTS.lag_threshold}].",
+)
 @click.option("--server-header", default=None, help="Server header value [default: veter].")
 @click.option("--no-server-header", is_flag=True, help="Send no Server header.")
 @click.option(
