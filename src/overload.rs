@@ -10,9 +10,16 @@
 //!   loop iteration it is estimated from when the iteration began (the first read
 //!   after the previous iteration's end, marked with one `call_soon` per iteration),
 //!   which never overstates the wait.
+//! - Bytes that waited in the kernel before the loop read them (the loop was busy, or
+//!   the connection was still in the accept queue: uvloop accepts one connection per
+//!   iteration) are invisible to that estimate. When they may have waited longer than
+//!   the timeout (a connection's first read, or the previous reading iteration began
+//!   more than `queue_timeout` ago), the kernel is asked: `TCP_INFO`'s
+//!   `tcpi_last_data_recv` is the age of the last segment received, in jiffies shown
+//!   as milliseconds; one jiffy is subtracted so it never overstates either.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -27,8 +34,13 @@ pub struct Overload {
     in_flight: AtomicUsize,
     waiting: Mutex<VecDeque<Py<Connection>>>,
     iteration_start: Mutex<Option<Instant>>,
+    /// When the reading iteration before the current one began.
+    previous_start: Mutex<Option<Instant>>,
     marker_pending: AtomicBool,
     shed: AtomicU64,
+    /// One kernel jiffy in ms: the smallest non-zero `tcpi_last_data_recv` seen,
+    /// starting from 10 (HZ=100, the coarsest common kernel tick).
+    jiffy_ms: AtomicU32,
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -44,8 +56,10 @@ impl Overload {
             in_flight: AtomicUsize::new(0),
             waiting: Mutex::new(VecDeque::new()),
             iteration_start: Mutex::new(None),
+            previous_start: Mutex::new(None),
             marker_pending: AtomicBool::new(false),
             shed: AtomicU64::new(0),
+            jiffy_ms: AtomicU32::new(10),
         }
     }
 
@@ -102,7 +116,8 @@ impl Overload {
             return now;
         }
         if !self.marker_pending.swap(true, Ordering::Relaxed) {
-            *locked(&self.iteration_start) = Some(now);
+            let previous = locked(&self.iteration_start).replace(now);
+            *locked(&self.previous_start) = previous;
             if event_loop.call_method1(py, "call_soon", (marker,)).is_err() {
                 self.marker_pending.store(false, Ordering::Relaxed);
             }
@@ -116,8 +131,54 @@ impl Overload {
         self.marker_pending.store(false, Ordering::Relaxed);
     }
 
+    /// Whether bytes read now may have waited in the kernel longer than the queue
+    /// timeout: data that arrived after the previous reading iteration began was
+    /// read in it or is younger than it.
+    pub fn may_be_stale(&self, now: Instant) -> bool {
+        let Some(limit) = self.queue_timeout else {
+            return false;
+        };
+        match *locked(&self.previous_start) {
+            Some(start) => now.duration_since(start) > limit,
+            None => true,
+        }
+    }
+
+    /// How long the bytes just read on `sock` waited in the kernel, at least (zero
+    /// when the kernel cannot tell).
+    pub fn kernel_wait(&self, py: Python<'_>, sock: &Py<PyAny>) -> Duration {
+        let Some(age_ms) = last_data_recv_ms(py, sock) else {
+            return Duration::ZERO;
+        };
+        if age_ms > 0 {
+            self.jiffy_ms.fetch_min(age_ms, Ordering::Relaxed);
+        }
+        let jiffy = self.jiffy_ms.load(Ordering::Relaxed);
+        Duration::from_millis(u64::from(age_ms.saturating_sub(jiffy)))
+    }
+
     /// Whether a request that has waited `waited` should be shed.
     pub fn too_late(&self, waited: Duration) -> bool {
         self.queue_timeout.is_some_and(|limit| waited > limit)
     }
+}
+
+/// `tcpi_last_data_recv` of a TCP socket: milliseconds since its last data segment.
+#[cfg(target_os = "linux")]
+fn last_data_recv_ms(py: Python<'_>, sock: &Py<PyAny>) -> Option<u32> {
+    const IPPROTO_TCP: i32 = 6;
+    const TCP_INFO: i32 = 11;
+    // struct tcp_info: 8 bytes of u8 fields, then u32s; last_data_recv is the 12th.
+    const OFFSET: usize = 52;
+    let info = sock
+        .call_method1(py, "getsockopt", (IPPROTO_TCP, TCP_INFO, OFFSET + 4))
+        .ok()?;
+    let bytes = info.cast_bound::<pyo3::types::PyBytes>(py).ok()?.as_bytes();
+    let raw: [u8; 4] = bytes.get(OFFSET..OFFSET + 4)?.try_into().ok()?;
+    Some(u32::from_ne_bytes(raw))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn last_data_recv_ms(_py: Python<'_>, _sock: &Py<PyAny>) -> Option<u32> {
+    None
 }

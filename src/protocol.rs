@@ -128,6 +128,10 @@ pub struct Connection {
     waiting_since: Option<Instant>,
     /// When the loop iteration that read the current bytes began (queue timeout).
     batch_start: Instant,
+    /// The transport's socket, asked how long bytes waited in the kernel (queue timeout).
+    sock: Option<Py<PyAny>>,
+    /// No bytes read yet: the first request may have waited in the accept queue.
+    first_read: bool,
     event_loop: Option<Py<PyAny>>,
     end_iteration: Option<Py<PyAny>>,
     writing_paused: bool,
@@ -178,6 +182,8 @@ impl Connection {
             paused_for_capacity: false,
             waiting_since: None,
             batch_start: Instant::now(),
+            sock: None,
+            first_read: true,
             event_loop: None,
             end_iteration: None,
             writing_paused: false,
@@ -831,6 +837,8 @@ impl Connection {
         if d.overload.queue_timeout.is_some() {
             this.end_iteration = Some(disp.bind(py).getattr("_end_iteration")?.unbind());
             this.event_loop = Some(event_loop.clone().unbind());
+            let sock = transport.call_method1("get_extra_info", ("socket",))?;
+            this.sock = (!sock.is_none()).then(|| sock.unbind());
         }
         this.client = transport
             .call_method1("get_extra_info", ("peername",))?
@@ -859,11 +867,17 @@ impl Connection {
             this.last_activity = Instant::now();
             this.date = encode::date_line();
             if let (Some(lp), Some(marker)) = (&this.event_loop, &this.end_iteration) {
-                this.batch_start =
-                    this.disp
-                        .get()
-                        .overload
-                        .iteration_start(py, this.last_activity, lp, marker);
+                let now = this.last_activity;
+                let overload = &this.disp.get().overload;
+                let mut since = overload.iteration_start(py, now, lp, marker);
+                if this.first_read || overload.may_be_stale(now) {
+                    if let Some(sock) = &this.sock {
+                        let waited = overload.kernel_wait(py, sock);
+                        since = since.min(now.checked_sub(waited).unwrap_or(since));
+                    }
+                }
+                this.first_read = false;
+                this.batch_start = since;
             }
             if matches!(this.reading, Reading::Stopped) {
                 return Ok(());

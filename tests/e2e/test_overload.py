@@ -93,3 +93,30 @@ def test_shed_requests_do_not_close_the_connection(serve: Serve) -> None:
         responses, closed = read_responses(sock, 3)
     assert [r.status for r in responses] == [200, 200, 200]
     assert not closed
+
+
+def test_requests_on_new_connections_are_shed_after_waiting_in_the_kernel(serve: Serve) -> None:
+    # uvloop accepts one connection per loop iteration, so the first request of each
+    # new connection is the first read of its iteration: only the kernel knows how
+    # long it waited (in the accept queue), and veter asks it (TCP_INFO).
+    app = veter.App()
+
+    @app.get("/slow")
+    def slow(request: veter.Request) -> str:
+        time.sleep(0.05)  # blocks the loop (and lets the test thread run meanwhile)
+        return "worked"
+
+    server = serve(app, queue_timeout=0.02)
+    socks = []
+    try:
+        for _ in range(8):
+            sock = server.connect()
+            sock.sendall(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
+            socks.append(sock)
+        statuses = [read_responses(sock, 1)[0][0].status for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+    assert statuses[0] == 200
+    # Each later request waited behind at least one 50 ms handler: past 20 ms.
+    assert statuses.count(503) >= 5, statuses
