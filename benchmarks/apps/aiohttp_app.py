@@ -38,6 +38,18 @@ async def hard(request):
     return web.Response(text="ok")
 
 
+def spin(seconds: float) -> None:
+    """Burns `seconds` of this thread's CPU time (the overload scenario's work)."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+async def cpu5(request):
+    spin(0.005)
+    return web.Response(text="ok")
+
+
 async def block(request):
     await asyncio.get_running_loop().run_in_executor(None, time.sleep, 0.5)
     return web.Response(text="ok")
@@ -49,6 +61,7 @@ def make_app() -> web.Application:
     app.router.add_get("/json", json_)
     app.router.add_get("/hard", hard)
     app.router.add_get("/block", block)
+    app.router.add_get("/cpu5", cpu5)
     for ms in (1, 10, 50, 100):
         app.router.add_get(f"/sleep{ms}", sleeper(ms))
     return app

@@ -4,15 +4,26 @@ Like every peer it serialises the JSON body per request.
 """
 
 import json
+import time
 
 HELLO = b"Hello, World!"
 TEXT_HEADERS = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"13")]
 
 
+def spin(seconds: float) -> None:
+    """Burns `seconds` of this thread's CPU time (the overload scenario's work)."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
 async def app(scope, receive, send):
     if scope["type"] != "http":
         return
-    if scope["path"] == "/json":
+    if scope["path"] == "/cpu5":
+        spin(0.005)
+        headers, body = [TEXT_HEADERS[0], (b"content-length", b"2")], b"ok"
+    elif scope["path"] == "/json":
         body = json.dumps({"message": "Hello, World!"}).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     else:

@@ -54,6 +54,19 @@ async def hard(request):
     return "ok"
 
 
+def _spin(seconds: float) -> None:
+    """Burns `seconds` of this thread's CPU time (the overload scenario's work)."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+@app.get("/cpu5")
+def cpu5(request):
+    _spin(0.005)
+    return "ok"
+
+
 def block(request):
     time.sleep(0.5)
     return "ok"

@@ -6,6 +6,7 @@ Each call returns a flat dict of numbers plus the exact command, for the report.
 import json
 import os
 import shlex
+import sqlite3
 import subprocess
 from typing import Any
 
@@ -95,3 +96,34 @@ def parse_oha(stdout: str, stderr: str, command: str, rate: int | None) -> Metri
         value = summary.get(key)
         result[name] = value * 1000 if value is not None else None
     return result
+
+
+def oha_by_status(url: str, rate: int, seconds: float, connections: int, db: str) -> Metrics:
+    """`oha` at a fixed rate, plus latency split by answer: served (2xx) and shed
+    (503), from the per-request rows oha writes to the SQLite file `db` (their
+    `duration` is latency-corrected: end minus the scheduled start)."""
+    argv = oha_argv(url, rate, seconds, connections)
+    if os.path.exists(db):
+        os.remove(db)
+    argv = [*argv[:-1], "--db-url", db, argv[-1]]
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    metrics = parse_oha(out.stdout, out.stderr, shlex.join(argv), rate)
+    if "error" in metrics:
+        return metrics
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT status, duration FROM oha").fetchall()
+    for name, wanted in (("served", range(200, 300)), ("shed", (503,))):
+        durations = sorted(d * 1000 for status, d in rows if status in wanted)
+        metrics[name] = len(durations)
+        for label, q in (("p50", 0.5), ("p99", 0.99)):
+            metrics[f"{name}_{label}_ms"] = _quantile(durations, q)
+        metrics[f"{name}_max_ms"] = durations[-1] if durations else None
+    metrics["shed_share"] = metrics["shed"] / len(rows) if rows else 0.0
+    metrics["served_rps"] = metrics["served"] / seconds
+    return metrics
+
+
+def _quantile(sorted_values: list[float], q: float) -> float | None:
+    if not sorted_values:
+        return None
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]

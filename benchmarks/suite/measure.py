@@ -64,6 +64,7 @@ class Plan:
     workers: int = 1
     server_env: dict[str, str] = field(default_factory=dict)
     ready_route: str = "plaintext"
+    warmup_route: str | None = None  # None: the ready route
     # Run after each server stops, with that round's cell metrics; stored as cell AFTER_KEY.
     after: Callable[[Target, list[Metrics]], Metrics] | None = None
 
@@ -140,7 +141,7 @@ def _start(plan: Plan, server: Server, settings: Settings, outcome: Outcome, hea
     say(f"{head}: starting")
     try:
         env = {**plan.server_env, **server.env}
-        running = procs.start(argv, port, ROUTES[plan.ready_route], log, server.cwd, env)
+        running = procs.start(argv, port, ROUTES[plan.ready_route], log, server.cwd, env, cpus=server.cpus)
     except procs.StartError as exc:
         reason = f"failed to start: {exc}"
         say(f"{head}: {reason}")
@@ -151,7 +152,7 @@ def _start(plan: Plan, server: Server, settings: Settings, outcome: Outcome, hea
         outcome.servers[server.name]["argv"] = argv
         outcome.servers[server.name]["command"] = _shell_line(server, port, env, argv)
     target = Target(server, running, settings)
-    warm = loadgen.wrk(target.url(plan.ready_route), 50, settings.warmup)
+    warm = loadgen.wrk(target.url(plan.warmup_route or plan.ready_route), 50, settings.warmup)
     say(f"{head}: warmed up ({warm.get('rps', 0):,.0f} req/s)")
     return target
 
@@ -187,7 +188,7 @@ def _measure(
 def _shell_line(server: Server, port: int, env: dict[str, str], argv: list[str]) -> str:
     """The start command as one shell line, with $REPO for the repo root."""
     assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in {"PORT": str(port), **env}.items())
-    line = f"cd {server.cwd} && {assignments} taskset -c {SERVER_CPU} {shlex.join(argv)}"
+    line = f"cd {server.cwd} && {assignments} taskset -c {server.cpus or SERVER_CPU} {shlex.join(argv)}"
     return line.replace(str(REPO), "$REPO")
 
 

@@ -118,13 +118,14 @@ def start(
     cwd: Path,
     env: dict[str, str],
     timeout: float = 30.0,
+    cpus: str | None = None,
 ) -> Running:
     """Start `argv` on the server CPU in its own session and poll until `ready_path` gives 200."""
     log.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PORT": str(port), **env}
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            ["taskset", "-c", paths.SERVER_CPU, *argv],
+            ["taskset", "-c", cpus or paths.SERVER_CPU, *argv],
             cwd=cwd,
             env=full_env,
             stdin=subprocess.DEVNULL,

@@ -24,6 +24,7 @@ ROUTES = {
     "db": "/db",
     "redis": "/redis",
     "fanout": "/fanout/7",
+    "cpu5": "/cpu5",
 }
 HELLO = frozenset({"plaintext", "json"})
 ASYNC = HELLO | {"sleep1", "sleep10", "sleep50", "sleep100", "hard", "block"}
@@ -42,6 +43,7 @@ class Server:
     env: dict[str, str] = field(default_factory=dict)
     needs: tuple[Path, ...] = ()
     prepare: Callable[[Path, int, int], None] | None = None
+    cpus: str | None = None  # taskset CPU list; None = paths.SERVER_CPU
 
     def unavailable(self) -> str | None:
         """Why this server cannot run here, or None."""

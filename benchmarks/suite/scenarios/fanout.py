@@ -26,8 +26,9 @@ with all of it as JSON. The backend is veter serving examples/fanout/backend.py
 The app, the backend and PostgreSQL share CPU 0; oha offers fixed rates from CPU 1
 (open loop, `-q RATE --latency-correction`, connections for twice the expected
 latency), and a server stops climbing once p99 passes 1 s or success falls under
-99%. Each app keeps up to 50 keep-alive connections to the backend and 10 database
-connections; one process each. veter uses veter.client (aiohttp's client
+99%. The warm-up runs wrk on the fanout route itself, so every app has opened its
+pools first. Each app keeps up to 50 keep-alive connections to the backend and 10
+database connections; one process each. veter uses veter.client (aiohttp's client
 underneath) and veter.pools; the aiohttp app uses aiohttp's client and asyncpg; the
 FastAPI app httpx's AsyncClient and asyncpg.
 """
@@ -107,7 +108,9 @@ def plan(settings: Settings) -> Plan:
     for rate in QUICK_RATES if settings.quick else RATES:
         connections = min(4096, max(64, int(rate * EXPECTED_S * 2)))
         cells.append(open_loop("fanout", rate, connections, ladder="fanout"))
-    return Plan(NAME, _servers(), cells)
+    # Warm up on the fanout route itself, so every app has opened its backend and
+    # database connections before the first measured cell.
+    return Plan(NAME, _servers(), cells, warmup_route="fanout")
 
 
 def table(result: Result) -> str:
