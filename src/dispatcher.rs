@@ -44,6 +44,8 @@ pub struct Dispatcher {
     pub error_handler: Py<PyAny>,
     /// `asyncio.Task` when eager task start is available (Python 3.12+).
     pub eager_task: Option<Py<PyAny>>,
+    /// `veter.concurrency.run_deferred`, when a queue timeout may defer `def` handlers.
+    pub run_deferred: Option<Py<PyAny>>,
     pub shutting_down: AtomicBool,
     pub overload: Overload,
     /// Open connections served at once (0: no cap); the others wait unread.
@@ -239,6 +241,15 @@ impl Dispatcher {
         } else {
             None
         };
+        let run_deferred = if queue_timeout.is_some() {
+            Some(
+                py.import("veter.concurrency")?
+                    .getattr("run_deferred")?
+                    .unbind(),
+            )
+        } else {
+            None
+        };
         let limits = Limits {
             max_start_line,
             max_header_count,
@@ -259,6 +270,7 @@ impl Dispatcher {
             app,
             error_handler,
             eager_task,
+            run_deferred,
             shutting_down: AtomicBool::new(false),
             overload: Overload::new(max_concurrency, queue_timeout),
             max_connections,
@@ -301,6 +313,17 @@ impl Dispatcher {
     /// Marks the end of a loop iteration that read requests (see `overload.rs`).
     fn _end_iteration(&self) {
         self.overload.end_iteration();
+    }
+
+    /// A deferred `def` handler starts (called by `veter.concurrency.run_deferred`).
+    fn _deferred_started(&self) {
+        self.overload.deferred_started();
+    }
+
+    /// A deferred `def` handler ran for `seconds`.
+    fn _deferred_cost(&self, seconds: f64) {
+        self.overload
+            .note_work(Duration::from_secs_f64(seconds.max(0.0)));
     }
 
     #[getter]

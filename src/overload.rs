@@ -17,6 +17,11 @@
 //!   more than `queue_timeout` ago), the kernel is asked: `TCP_INFO`'s
 //!   `tcpi_last_data_recv` is the age of the last segment received, in jiffies shown
 //!   as milliseconds; one jiffy is subtracted so it never overstates either.
+//! - A saturated worker (the handlers of the previous reading iteration ran longer
+//!   than half the queue timeout) defers its `def` handlers to tasks, so every read
+//!   of an iteration happens before any handler runs; a request is then shed at read
+//!   time when its wait so far plus the work queued ahead of it (deferred handlers x
+//!   their recent average cost) is past the timeout, instead of after that work.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -41,6 +46,13 @@ pub struct Overload {
     /// One kernel jiffy in ms: the smallest non-zero `tcpi_last_data_recv` seen,
     /// starting from 10 (HZ=100, the coarsest common kernel tick).
     jiffy_ms: AtomicU32,
+    /// Handler time (ns) since the current reading iteration began, and in the one before.
+    work_ns: AtomicU64,
+    last_work_ns: AtomicU64,
+    /// Deferred `def` handlers not started yet, and the recent average cost of a
+    /// `def` handler (ns).
+    deferred: AtomicUsize,
+    cost_ns: AtomicU64,
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -60,6 +72,10 @@ impl Overload {
             marker_pending: AtomicBool::new(false),
             shed: AtomicU64::new(0),
             jiffy_ms: AtomicU32::new(10),
+            work_ns: AtomicU64::new(0),
+            last_work_ns: AtomicU64::new(0),
+            deferred: AtomicUsize::new(0),
+            cost_ns: AtomicU64::new(0),
         }
     }
 
@@ -118,6 +134,8 @@ impl Overload {
         if !self.marker_pending.swap(true, Ordering::Relaxed) {
             let previous = locked(&self.iteration_start).replace(now);
             *locked(&self.previous_start) = previous;
+            let work = self.work_ns.swap(0, Ordering::Relaxed);
+            self.last_work_ns.store(work, Ordering::Relaxed);
             if event_loop.call_method1(py, "call_soon", (marker,)).is_err() {
                 self.marker_pending.store(false, Ordering::Relaxed);
             }
@@ -155,6 +173,42 @@ impl Overload {
         }
         let jiffy = self.jiffy_ms.load(Ordering::Relaxed);
         Duration::from_millis(u64::from(age_ms.saturating_sub(jiffy)))
+    }
+
+    /// Records `spent` in a `def` handler: for the saturation test, and for the
+    /// handlers' recent average cost (an exponentially weighted mean, 1/8 per call).
+    pub fn note_work(&self, spent: Duration) {
+        let ns = u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX);
+        self.work_ns.fetch_add(ns, Ordering::Relaxed);
+        let old = self.cost_ns.load(Ordering::Relaxed);
+        let new = if old == 0 { ns } else { old - old / 8 + ns / 8 };
+        self.cost_ns.store(new, Ordering::Relaxed);
+    }
+
+    /// Whether `def` handlers should be deferred: the handlers of the previous reading
+    /// iteration ran for more than half the queue timeout.
+    pub fn saturated(&self) -> bool {
+        self.queue_timeout.is_some_and(|limit| {
+            let half = u64::try_from(limit.as_nanos() / 2).unwrap_or(u64::MAX);
+            self.last_work_ns.load(Ordering::Relaxed) > half
+                || self.deferred.load(Ordering::Relaxed) > 0
+        })
+    }
+
+    pub fn defer(&self) {
+        self.deferred.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn deferred_started(&self) {
+        let _ = self
+            .deferred
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    }
+
+    /// How long the deferred handlers queued now will take, by their recent cost.
+    pub fn queued_work(&self) -> Duration {
+        let queued = self.deferred.load(Ordering::Relaxed) as u64;
+        Duration::from_nanos(queued.saturating_mul(self.cost_ns.load(Ordering::Relaxed)))
     }
 
     /// Whether a request that has waited `waited` should be shed.

@@ -38,6 +38,7 @@ use crate::router::params::ParamValue;
 use crate::router::tree::Lookup;
 
 mod completion;
+mod deferred;
 mod respond;
 mod timers;
 
@@ -518,7 +519,10 @@ impl Connection {
         self.note_framing(framing);
         if disp.overload.queue_timeout.is_some() {
             let since = self.waiting_since.unwrap_or(self.batch_start);
-            if disp.overload.too_late(since.elapsed()) {
+            if disp
+                .overload
+                .too_late(since.elapsed() + disp.overload.queued_work())
+            {
                 // Waited too long already: a cheap 503 now beats a slow 200 nobody
                 // is still waiting for.
                 disp.overload.note_shed();
@@ -570,6 +574,15 @@ impl Connection {
                 Some(route.pattern.clone_ref(py)),
             ),
         )?;
+        let measure = disp.overload.queue_timeout.is_some() && !route.is_async;
+        if measure && disp.overload.saturated() {
+            if let Some(run) = &disp.run_deferred {
+                // Saturated: read everything first, run this handler after (overload.rs).
+                let handler = route.handler.clone_ref(py);
+                return self.defer_handler(py, run, handler, request, kwargs, framing);
+            }
+        }
+        let began = measure.then(Instant::now);
         let called = match &kwargs {
             None => route.handler.bind(py).call1((request.clone_ref(py),)),
             Some(kw) => route
@@ -577,6 +590,9 @@ impl Connection {
                 .bind(py)
                 .call((request.clone_ref(py),), Some(kw)),
         };
+        if let Some(began) = began {
+            disp.overload.note_work(began.elapsed());
+        }
         let result = match called {
             Ok(r) => r,
             Err(err) => {
@@ -585,21 +601,29 @@ impl Connection {
             }
         };
         if route.is_async || is_coroutine(&result) {
-            self.start_task(py, &result, request, framing)
+            self.start_task(py, &result, request, framing, true)
         } else {
             self.emit_result(py, &request, &result, framing);
             Ok(())
         }
     }
 
+    /// Runs `coro` as a task (started eagerly when the dispatcher uses eager tasks
+    /// and `eager` allows it) whose answer takes the next slot.
     fn start_task(
         &mut self,
         py: Python<'_>,
         coro: &Bound<'_, PyAny>,
         request: Py<Request>,
         framing: Framing,
+        eager: bool,
     ) -> PyResult<()> {
-        let task = match (&self.create_task, &self.task_kwargs) {
+        let kwargs = if eager {
+            self.task_kwargs.as_ref()
+        } else {
+            None
+        };
+        let task = match (&self.create_task, kwargs) {
             (_, Some(kwargs)) => {
                 let task_type = self
                     .disp
@@ -831,7 +855,8 @@ impl Connection {
         let d = disp.get();
         if d.eager_task.is_some() {
             this.task_kwargs = Some(Dispatcher::task_kwargs(py, &event_loop)?.unbind());
-        } else {
+        }
+        if d.eager_task.is_none() || d.run_deferred.is_some() {
             this.create_task = Some(event_loop.getattr("create_task")?.unbind());
         }
         if d.overload.queue_timeout.is_some() {

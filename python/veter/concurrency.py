@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 __all__ = ["configure_thread_pool", "run_in_thread"]
 
@@ -58,3 +59,17 @@ def shutdown_thread_pool() -> None:
     if _executor is not None:
         _executor.shutdown(wait=False, cancel_futures=True)
         _executor = None
+
+
+async def run_deferred(
+    dispatcher: Any, handler: Callable[..., Any], request: Any, params: dict[str, Any] | None
+) -> Any:
+    """Runs a ``def`` handler that a saturated worker deferred (see docs/design.md,
+    "Shedding"): every read of the loop iteration happened first; its cost is
+    recorded to predict the wait of the requests queued behind it."""
+    dispatcher._deferred_started()
+    began = time.perf_counter()
+    try:
+        return handler(request, **params) if params else handler(request)
+    finally:
+        dispatcher._deferred_cost(time.perf_counter() - began)

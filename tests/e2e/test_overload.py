@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import select
 import time
 from collections.abc import Callable
 
@@ -120,3 +121,47 @@ def test_requests_on_new_connections_are_shed_after_waiting_in_the_kernel(serve:
     assert statuses[0] == 200
     # Each later request waited behind at least one 50 ms handler: past 20 ms.
     assert statuses.count(503) >= 5, statuses
+
+
+def test_a_saturated_worker_sheds_at_read_time_not_after_the_work_ahead(serve: Serve) -> None:
+    # After a 50 ms handler the worker counts as saturated (its last iteration's
+    # handlers ran past half the 30 ms queue timeout): its `def` handlers are then
+    # deferred until the iteration's reads are done, and a request with 50 ms of
+    # work queued ahead of it is shed when read, not after that work.
+    app = veter.App()
+
+    @app.get("/slow")
+    def slow(request: veter.Request) -> str:
+        end = time.perf_counter() + 0.05
+        while time.perf_counter() < end:
+            pass
+        return "worked"
+
+    server = serve(app, queue_timeout=0.03)
+    assert server.loop is not None
+    first, *burst = [server.connect() for _ in range(4)]
+    try:
+        first.sendall(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert read_responses(first, 1)[0][0].status == 200
+        # Hold the loop for 20 ms (no handler work) while three requests arrive, so
+        # that one loop iteration reads all three.
+        server.loop.call_soon_threadsafe(time.sleep, 0.02)
+        time.sleep(0.005)
+        for sock in burst:
+            sock.sendall(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
+        answered: list[tuple[int, float]] = []
+        waiting = {sock.fileno(): sock for sock in burst}
+        start = time.monotonic()
+        while waiting:
+            ready, _, _ = select.select(list(waiting.values()), [], [], 5)
+            assert ready, "no answer within 5 s"
+            for sock in ready:
+                del waiting[sock.fileno()]
+                answered.append((read_responses(sock, 1)[0][0].status, time.monotonic() - start))
+    finally:
+        for sock in (first, *burst):
+            sock.close()
+    statuses = [status for status, _ in answered]
+    assert sorted(statuses) == [200, 503, 503], answered
+    # The two 503s went out before the 200's 50 ms of work, not after it.
+    assert statuses[-1] == 200, answered

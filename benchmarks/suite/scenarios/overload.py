@@ -20,10 +20,12 @@ process pinned to CPU 0. Cells: an unloaded open loop at 50/s, an open loop at 4
 clients time out and reconnect). Latency is coordinated-omission corrected (oha
 `-q RATE --latency-correction`) and split by answer from oha's per-request rows
 (`--db-url`): *served* = 2xx, *shed* = 503. veter runs with `--queue-timeout 0.005`
-(a request that already waited one handler's time is answered 503 + Retry-After);
+(a request that already waited, or would wait behind the work queued ahead of it, one
+handler's time is answered 503 + Retry-After);
 `veter (no shedding)` is the same server without it. uvicorn and aiohttp have no
 overload control: every request is served, however late. Last, the capacity: 2xx
-answers per second in a closed loop (wrk, 16 connections).
+answers per second in a closed loop (wrk, 16 connections). The last column leaves out
+the first second of the overload cell, while oha is still opening connections.
 """
 
 UNLOADED = 50
@@ -90,6 +92,7 @@ def table(result: Result) -> str:
         f"{OVERLOAD}/s served: req/s, p50 / p99",
         "served p99 ÷ unloaded p99",
         "shed: share, p50 / p99",
+        "after the first second: served p99 ÷ unloaded p99, shed p50 / p99",
     ]
     rows = []
     for server in measured_servers(result):
@@ -112,6 +115,7 @@ def table(result: Result) -> str:
                 f"{served_rps}, " + " / ".join(num(x, 1) for x in served) + " ms",
                 num(p99 / base_p99, 1, "x") if p99 and base_p99 else "–",
                 shed_text,
+                _steady(result, server, loaded, base_p99),
             ]
         )
     note = (
@@ -120,6 +124,15 @@ def table(result: Result) -> str:
         "unloaded p99 and shed requests are answered in under 5 ms."
     )
     return note + "\n\n" + md_table(header, rows)
+
+
+def _steady(result: Result, server: str, loaded: str, base_p99: float | None) -> str:
+    p99 = value(result, server, loaded, "served_after1s_p99_ms")
+    ratio = num(p99 / base_p99, 1, "x") if p99 and base_p99 else "–"
+    shed = [value(result, server, loaded, m) for m in ("shed_after1s_p50_ms", "shed_after1s_p99_ms")]
+    if shed[0] is None:
+        return f"{ratio}, none shed"
+    return f"{ratio}, " + " / ".join(num(x, 1) for x in shed) + " ms"
 
 
 def chart(result: Result, path: Path) -> None:
