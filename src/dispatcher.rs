@@ -315,6 +315,12 @@ impl Dispatcher {
         self.overload.end_iteration();
     }
 
+    /// `callback(True)` when this worker reaches `max_concurrency` handlers in
+    /// flight, `callback(False)` when it falls below again (None: no callback).
+    fn set_saturation_callback(&self, callback: Option<Py<PyAny>>) {
+        self.overload.set_saturation_callback(callback);
+    }
+
     /// A deferred `def` handler starts (called by `veter.concurrency.run_deferred`).
     fn _deferred_started(&self) {
         self.overload.deferred_started();

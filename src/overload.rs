@@ -3,7 +3,9 @@
 //!
 //! - `max_concurrency`: above it, a connection with a new request stops being read
 //!   (its bytes stay in its buffer, the rest in the kernel) and queues here; finished
-//!   handlers wake the queue in arrival order.
+//!   handlers wake the queue in arrival order. Reaching the cap and falling below it
+//!   are reported to a callback (the server stops and resumes accepting, so the other
+//!   workers take new connections meanwhile).
 //! - `queue_timeout`: a request whose wait before its handler would start is already
 //!   longer gets `503` with `Retry-After` at once, costing only that encoding. The
 //!   wait is known exactly for connections queued here; for requests read in a busy
@@ -53,6 +55,8 @@ pub struct Overload {
     /// `def` handler (ns).
     deferred: AtomicUsize,
     cost_ns: AtomicU64,
+    /// Called with `True` when `max_concurrency` is reached, `False` when below it again.
+    on_saturation: Mutex<Option<Py<PyAny>>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -76,6 +80,7 @@ impl Overload {
             last_work_ns: AtomicU64::new(0),
             deferred: AtomicUsize::new(0),
             cost_ns: AtomicU64::new(0),
+            on_saturation: Mutex::new(None),
         }
     }
 
@@ -96,14 +101,35 @@ impl Overload {
         self.max_concurrency == 0 || self.in_flight() < self.max_concurrency
     }
 
-    pub fn started(&self) {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
+    pub fn started(&self, py: Python<'_>) {
+        let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.max_concurrency > 0 && now == self.max_concurrency {
+            self.report_saturation(py, true);
+        }
     }
 
-    pub fn finished(&self) {
-        let _ = self
+    pub fn finished(&self, py: Python<'_>) {
+        let before = self
             .in_flight
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        if self.max_concurrency > 0 && before == Ok(self.max_concurrency) {
+            self.report_saturation(py, false);
+        }
+    }
+
+    pub fn set_saturation_callback(&self, callback: Option<Py<PyAny>>) {
+        *locked(&self.on_saturation) = callback;
+    }
+
+    fn report_saturation(&self, py: Python<'_>, saturated: bool) {
+        let callback = locked(&self.on_saturation)
+            .as_ref()
+            .map(|c| c.clone_ref(py));
+        if let Some(callback) = callback {
+            if let Err(err) = callback.call1(py, (saturated,)) {
+                err.write_unraisable(py, Some(callback.bind(py)));
+            }
+        }
     }
 
     /// Queues a connection that has a request to handle but no room for it.

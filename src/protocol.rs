@@ -663,7 +663,7 @@ impl Connection {
             }),
         });
         self.in_flight += 1;
-        self.disp.get().overload.started();
+        self.disp.get().overload.started(py);
         let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
             return Err(PyTypeError::new_err("connection is not attached"));
         };

@@ -22,6 +22,7 @@ from veter.app import App
 from veter.concurrency import configure_thread_pool, shutdown_thread_pool
 from veter.config import ServerConfig
 from veter.lagmonitor import LagMonitor
+from veter.listener import Listener
 from veter.loops import loop_factory
 
 __all__ = ["Server", "run"]
@@ -39,7 +40,7 @@ class Server:
         self.app = app
         self.config = config
         self.dispatcher: _core.Dispatcher | None = None
-        self._server: asyncio.Server | None = None
+        self._server: asyncio.Server | Listener | None = None
         self._tick: asyncio.TimerHandle | None = None
         self._stop = asyncio.Event()
         #: The process exit status: non-zero after a fatal error (see ``fail``).
@@ -62,7 +63,15 @@ class Server:
         self.dispatcher = self.app.build_dispatcher(self.config)
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(self._on_loop_error)
-        if sock is not None:
+        if self.config.max_concurrency > 0:
+            # At the cap this worker stops accepting, so the others take new connections.
+            if sock is None:
+                sock = socket.create_server((self.config.host, self.config.port), backlog=self.config.backlog)
+            listener = Listener(sock, self.dispatcher, self.config.backlog)
+            await listener.start()
+            self.dispatcher.set_saturation_callback(listener.set_saturated)
+            self._server = listener
+        elif sock is not None:
             self._server = await loop.create_server(self.dispatcher, sock=sock, backlog=self.config.backlog)
         else:
             self._server = await loop.create_server(
@@ -119,6 +128,7 @@ class Server:
         if self._server is not None:
             self._server.close()
         if self.dispatcher is not None:
+            self.dispatcher.set_saturation_callback(None)
             drained: asyncio.Future[None] = loop.create_future()
 
             def on_drained() -> None:

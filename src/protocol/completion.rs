@@ -22,7 +22,7 @@ impl Completion {
     fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
         let conn = self.conn.bind(py);
         let disp = conn.borrow().disp.clone_ref(py);
-        disp.get().overload.finished();
+        disp.get().overload.finished(py);
         Connection::with_borrow(conn, |this, py| {
             this.in_flight = this.in_flight.saturating_sub(1);
             this.date = encode::date_line();

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 
 import veter
+from veter.listener import Listener
 
 from .conftest import RunningServer, read_responses
 
@@ -165,3 +166,44 @@ def test_a_saturated_worker_sheds_at_read_time_not_after_the_work_ahead(serve: S
     assert sorted(statuses) == [200, 503, 503], answered
     # The two 503s went out before the 200's 50 ms of work, not after it.
     assert statuses[-1] == 200, answered
+
+
+def test_a_worker_at_max_concurrency_stops_accepting_until_a_slot_frees(serve: Serve) -> None:
+    app = veter.App()
+    release = asyncio.Event()
+
+    @app.get("/hold")
+    async def hold(request: veter.Request) -> str:
+        await release.wait()
+        return "held"
+
+    @app.get("/")
+    def index(request: veter.Request) -> str:
+        return "ok"
+
+    server = serve(app, max_concurrency=1)
+    assert server.server is not None and server.server.dispatcher is not None and server.loop is not None
+    dispatcher, listener = server.server.dispatcher, server.server._server
+    assert isinstance(listener, Listener)
+    with server.connect() as held:
+        held.sendall(b"GET /hold HTTP/1.1\r\nHost: t\r\n\r\n")
+        wait_for(lambda: dispatcher.in_flight == 1)
+        wait_for(lambda: not listener.accepting)
+        # The kernel completes the handshake, but the worker does not accept it:
+        # with several workers sharing the socket, another one would.
+        with server.connect() as late:
+            late.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            for _ in range(20):
+                assert dispatcher.connection_count == 1
+                time.sleep(0.005)
+            server.loop.call_soon_threadsafe(release.set)
+            assert read_responses(held, 1)[0][0].text == "held"
+            assert read_responses(late, 1)[0][0].text == "ok"
+    assert listener.accepting and listener.pauses == 1
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.002)

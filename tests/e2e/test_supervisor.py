@@ -199,3 +199,22 @@ def _get(port: int) -> str:
         while chunk := sock.recv(4096):
             data += chunk
     return data.split(b"\r\n\r\n", 1)[1].decode()
+
+
+def test_worker_at_max_concurrency_leaves_new_connections_to_the_others(master, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    proc = master("--workers", "2", "--max-concurrency", "1")
+    port = proc.wait_ready()
+    wait_workers_ready(proc, 2)
+    mark = tmp_path / "busy-pid"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as held:
+        held.sendall(
+            f"GET /slow-marked?s=3&mark={mark} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode()
+        )
+        wait_until(mark.exists, 10)
+        busy_pid = mark.read_text()
+        start = time.monotonic()
+        answers = [_get(port) for _ in range(10)]
+        took = time.monotonic() - start
+    # Every new connection went to the worker with a free slot; none waited for the busy one.
+    assert all(answer.startswith("pid=") and answer != f"pid={busy_pid}" for answer in answers), answers
+    assert took < 2.0, took

@@ -24,3 +24,18 @@ async def slow(request: veter.Request) -> str:
 def block_forever_handler(request: veter.Request) -> str:
     while True:  # a handler that never yields the loop: only the worker timeout ends it
         time.sleep(0.05)
+
+
+@app.get("/slow-marked")
+async def slow_marked(request: veter.Request) -> str:
+    """Like /slow, but first writes this worker's pid to the file ?mark= (so a test
+    can tell the request is in flight, and where)."""
+    _mark(request.query["mark"])
+    await asyncio.sleep(float(request.query.get("s", "0.5")))
+    return f"slow pid={os.getpid()}"
+
+
+def _mark(path: str) -> None:
+    with open(path + ".tmp", "w") as out:
+        out.write(str(os.getpid()))
+    os.replace(path + ".tmp", path)  # whole or absent, never half-written
