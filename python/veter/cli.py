@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Any
 
 import click
@@ -294,3 +295,28 @@ def routes(app_ref: str) -> None:
     click.echo(f"{'METHODS':<20} {'PATH':<40} HANDLER")
     for route in app.routes:
         click.echo(route.describe())
+
+
+@main.command()
+@click.argument("name")
+@click.option("--postgres", is_flag=True, help="Wire a PostgreSQL pool (veter.pools.PostgresPool).")
+@click.option("--redis", is_flag=True, help="Wire a Redis pool (veter.pools.RedisPool).")
+@click.option(
+    "--dir",
+    "parent",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(),
+    show_default=True,
+    help="Folder to create the project in.",
+)
+def new(name: str, postgres: bool, redis: bool, parent: Path) -> None:
+    """Create a runnable service project NAME: app, typed settings, tests, Makefile,
+    Dockerfile and a Kubernetes manifest with health probes."""
+    from veter.scaffold import Options, ProjectError, create_project
+
+    try:
+        target = create_project(name, parent, Options(postgres=postgres, redis=redis))
+    except ProjectError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"created {target}")
+    click.echo(f"next: cd {target} && make run   (and make test)")
