@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -16,6 +17,20 @@ from veter.importer import AppImportError, import_app
 __all__ = ["main"]
 
 _DEFAULTS = ServerConfig()
+
+
+@dataclass(frozen=True)
+class MasterOptions:
+    """The master's options of ``veter run`` (layered like the server's settings)."""
+
+    workers: int | Literal["auto"] = 1
+    worker_timeout: float = 30.0
+    max_requests: int = 0
+    max_requests_jitter: int = 0
+    #: MiB.
+    max_rss: int = 0
+    max_lifetime: float = 0.0
+    reuse_port: bool = False
 
 
 def _load(ref: str) -> Any:
@@ -162,44 +177,37 @@ def main() -> None:
     default=None,
     help=f"Thread pool for blocking handlers [default: {_DEFAULTS.max_threads}].",
 )
-@click.option(
-    "--workers", default="1", show_default=True, help="Worker processes, or 'auto' for one per CPU."
-)
+@click.option("--workers", default=None, help="Worker processes, or 'auto' for one per CPU [default: 1].")
 @click.option("--single-process", is_flag=True, help="Serve in this process, without a master (debugging).")
 @click.option(
     "--worker-timeout",
     type=float,
-    default=30.0,
-    show_default=True,
-    help="Seconds a worker's loop may stall before it is dumped and replaced.",
+    default=None,
+    help="Seconds a worker's loop may stall before it is dumped and replaced [default: 30.0].",
 )
 @click.option(
     "--max-requests",
     type=int,
-    default=0,
-    show_default=True,
-    help="Recycle a worker after this many requests (0: never).",
+    default=None,
+    help="Recycle a worker after this many requests (0: never) [default: 0].",
 )
 @click.option(
     "--max-requests-jitter",
     type=int,
-    default=0,
-    show_default=True,
-    help="Up to this many more requests, per worker, so they do not recycle together.",
+    default=None,
+    help="Up to this many more requests, per worker, so they do not recycle together [default: 0].",
 )
 @click.option(
     "--max-rss",
     type=int,
-    default=0,
-    show_default=True,
-    help="Recycle a worker whose resident memory passes this many MiB (0: never).",
+    default=None,
+    help="Recycle a worker whose resident memory passes this many MiB (0: never) [default: 0].",
 )
 @click.option(
     "--max-lifetime",
     type=float,
-    default=0.0,
-    show_default=True,
-    help="Recycle a worker after this many seconds (0: never).",
+    default=None,
+    help="Recycle a worker after this many seconds (0: never) [default: 0].",
 )
 @click.option(
     "--reload", is_flag=True, help="Restart workers when Python files under the current directory change."
@@ -207,69 +215,92 @@ def main() -> None:
 @click.option(
     "--reuse-port", is_flag=True, help="Each worker binds its own SO_REUSEPORT socket instead of sharing one."
 )
-def run(
-    app_ref: str,
-    no_server_header: bool,
-    workers: str,
-    single_process: bool,
-    worker_timeout: float,
-    max_requests: int,
-    max_requests_jitter: int,
-    max_rss: int,
-    max_lifetime: float,
-    reuse_port: bool,
-    reload: bool,
-    **options: Any,
-) -> None:
+def run(app_ref: str, no_server_header: bool, single_process: bool, reload: bool, **options: Any) -> None:
     """Serve MODULE:APP until SIGINT or SIGTERM.
 
     By default a master process supervises --workers worker processes that share
-    one listening socket; --single-process serves without a master.
+    one listening socket; --single-process serves without a master. Every option
+    can also come from VETER_<OPTION> or a config file (docs/guide.md, "Settings").
     """
     from veter.server import configure_logging
 
-    changes = {k: v for k, v in options.items() if v is not None}
-    if no_server_header:
-        changes["server_header"] = None
     configure_logging()
+    server_changes, master_options = _layered(_flags(options, no_server_header))
     if single_process:
         from veter.server import run as serve
 
         app = _load(app_ref)
-        config = _server_config(app.config, changes)
+        config = _server_config(app.config, server_changes)
         sys.exit(serve(app, config))
 
-    from veter.config import ServerConfig
     from veter.supervisor import Master, MasterConfig
 
     # The master does not import the app (workers do, after the fork): settings
-    # given to veter.App(...) apply in the workers; flags apply everywhere.
-    config = _server_config(ServerConfig(), changes)
-    count = (os.cpu_count() or 1) if workers == "auto" else _parse_workers(workers)
-    if reuse_port and config.port == 0:
+    # given to veter.App(...) apply in the workers; flags, environment and config
+    # file apply everywhere, over them.
+    config = _server_config(ServerConfig(), server_changes)
+    workers = master_options.workers
+    count = (os.cpu_count() or 1) if workers == "auto" else int(workers)
+    if master_options.reuse_port and config.port == 0:
         raise click.ClickException("--reuse-port needs a fixed --port (each worker binds its own socket)")
     try:
         master_config = MasterConfig(
             workers=count,
-            worker_timeout=worker_timeout,
-            max_requests=max_requests,
-            max_requests_jitter=max_requests_jitter,
-            max_rss=max_rss * 2**20,
-            max_lifetime=max_lifetime,
-            reuse_port=reuse_port,
+            worker_timeout=master_options.worker_timeout,
+            max_requests=master_options.max_requests,
+            max_requests_jitter=master_options.max_requests_jitter,
+            max_rss=master_options.max_rss * 2**20,
+            max_lifetime=master_options.max_lifetime,
+            reuse_port=master_options.reuse_port,
         )
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if reload:
-        from pathlib import Path
-
         from veter.supervisor.reload import start_reloader
 
         start_reloader(Path.cwd())
-    sys.exit(Master(app_ref, config, master_config, overrides=changes).run())
+    sys.exit(Master(app_ref, config, master_config, overrides=server_changes).run())
 
 
-def _parse_workers(value: str) -> int:
+def _flags(options: dict[str, Any], no_server_header: bool) -> dict[str, Any]:
+    """The options given on the command line (click leaves the others None)."""
+    flags = {k: v for k, v in options.items() if v is not None and v is not False}
+    if "workers" in flags:
+        flags["workers"] = _parse_workers(flags["workers"])
+    if no_server_header:
+        flags["server_header"] = None
+    return flags
+
+
+def _layered(flags: dict[str, Any]) -> tuple[dict[str, Any], MasterOptions]:
+    """Server settings changed from their defaults, and the master's options, from
+    the config file, the environment and ``flags``, each over the one before."""
+    from veter.settings import ENV_PREFIX, SettingsError, load, read_config_file
+
+    try:
+        file = read_config_file()
+        loaded = load(
+            (ServerConfig, MasterOptions),
+            file_values=file.server,
+            file_label=file.label,
+            env_prefix=ENV_PREFIX,
+            environ=os.environ,
+            flags=flags,
+        )
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    master_fields = {f.name for f in fields(MasterOptions)}
+    server = {k: v for k, v in loaded.values.items() if k not in master_fields}
+    try:
+        master = MasterOptions(**{k: v for k, v in loaded.values.items() if k in master_fields})
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    return server, master
+
+
+def _parse_workers(value: str) -> int | Literal["auto"]:
+    if value == "auto":
+        return "auto"
     try:
         return int(value)
     except ValueError:
@@ -320,3 +351,54 @@ def new(name: str, postgres: bool, redis: bool, parent: Path) -> None:
         raise click.ClickException(str(exc)) from None
     click.echo(f"created {target}")
     click.echo(f"next: cd {target} && make run   (and make test)")
+
+
+@main.command("config")
+@click.argument("app_ref", metavar="MODULE:APP")
+def config_command(app_ref: str) -> None:
+    """Print the effective settings of MODULE:APP and where each came from (default,
+    App(...), config file, environment). Flags given to `veter run` override them."""
+    from veter.settings import SettingsError, loaded_settings
+
+    try:
+        server_changes, master_options = _layered({})
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    sources = _sources({})
+    app = _load(app_ref)
+    rows: list[tuple[str, object, str]] = []
+    for field in fields(ServerConfig):
+        name = field.name
+        value = server_changes.get(name, getattr(app.config, name))
+        from_app = getattr(app.config, name) != getattr(_DEFAULTS, name)
+        rows.append((name, value, sources.get(name) or ("App(...)" if from_app else "default")))
+    for field in fields(MasterOptions):
+        rows.append((field.name, getattr(master_options, field.name), sources.get(field.name, "default")))
+    _print_rows("server", rows)
+    for instance, app_sources in loaded_settings():
+        app_rows = [
+            (f.name, getattr(instance, f.name), app_sources.get(f.name, "default")) for f in fields(instance)
+        ]
+        _print_rows(f"app settings ({type(instance).__name__})", app_rows)
+
+
+def _sources(flags: dict[str, Any]) -> dict[str, str]:
+    from veter.settings import ENV_PREFIX, load, read_config_file
+
+    file = read_config_file()
+    loaded = load(
+        (ServerConfig, MasterOptions),
+        file_values=file.server,
+        file_label=file.label,
+        env_prefix=ENV_PREFIX,
+        environ=os.environ,
+        flags=flags,
+    )
+    return loaded.sources
+
+
+def _print_rows(title: str, rows: list[tuple[str, object, str]]) -> None:
+    click.echo(f"{title}:")
+    width = max(len(f"{name} = {value!r}") for name, value, _ in rows)
+    for name, value, source in rows:
+        click.echo(f"  {f'{name} = {value!r}':<{width}}  # {source}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -121,3 +122,31 @@ def test_bad_setting_is_a_clear_error(env: dict[str, str]) -> None:
     )
     assert result.returncode != 0
     assert "keepalive_timeout must be a positive number" in result.stderr
+
+
+def test_settings_from_config_file_and_environment_reach_the_workers(tmp_path: Path) -> None:
+    (tmp_path / "veter.toml").write_text('server_header = "from-file"\nworkers = 2\n')
+    env = {"PYTHONPATH": str(ROOT), "VETER_SERVER_HEADER": "from-env"}
+    proc = Proc(["run", "examples.hello:app", "--port", "0"], env, cwd=tmp_path)
+    try:
+        port = proc.wait_ready()
+        proc.wait_for(r"worker \d+ ready")
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            head = b""
+            while chunk := sock.recv(4096):
+                head += chunk
+        assert b"\r\nserver: from-env\r\n" in head.lower()
+    finally:
+        proc.close()
+    shown = subprocess.run(
+        [sys.executable, "-m", "veter", "config", "examples.hello:app"],
+        cwd=tmp_path,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "server_header = 'from-env'" in shown.stdout and "# env VETER_SERVER_HEADER" in shown.stdout
+    assert re.search(r"workers = 2 +# veter.toml", shown.stdout), shown.stdout
