@@ -402,3 +402,34 @@ def _print_rows(title: str, rows: list[tuple[str, object, str]]) -> None:
     width = max(len(f"{name} = {value!r}") for name, value, _ in rows)
     for name, value, source in rows:
         click.echo(f"  {f'{name} = {value!r}':<{width}}  # {source}")
+
+
+@main.command()
+@click.option("--pid", type=int, required=True, help="The master's pid (or a --single-process server's).")
+@click.option("--duration", type=float, default=30.0, show_default=True, help="Seconds to record.")
+@click.option("--rate", type=int, default=100, show_default=True, help="Samples per second, per worker.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("flame.svg"),
+    show_default=True,
+    help="The flame graph (SVG) to write.",
+)
+def profile(pid: int, duration: float, rate: int, output: Path) -> None:
+    """Record every worker of a running master with py-spy and write one flame graph."""
+    from veter.profiling import ProfileError, children_of, record, render_svg
+
+    try:
+        processes = children_of(pid) or [pid]
+        click.echo(
+            f"recording {len(processes)} process(es) for {duration:g} s: {', '.join(map(str, processes))}"
+        )
+        recording = record(processes, duration, rate)
+        title = f"veter profile of {pid}: {len(recording.recorded)} process(es), {duration:g} s, {recording.samples} samples"
+        output.write_text(render_svg(recording.stacks, title))
+    except ProfileError as exc:
+        raise click.ClickException(str(exc)) from None
+    for failed, why in recording.failed.items():
+        click.echo(f"warning: process {failed} was not recorded: {why}", err=True)
+    click.echo(f"wrote {output} ({recording.samples} samples)")

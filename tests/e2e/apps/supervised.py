@@ -39,3 +39,12 @@ def _mark(path: str) -> None:
     with open(path + ".tmp", "w") as out:
         out.write(str(os.getpid()))
     os.replace(path + ".tmp", path)  # whole or absent, never half-written
+
+
+@app.get("/spin")
+def spin_for_the_profiler(request: veter.Request) -> str:
+    """Burns 20 ms of CPU (the profiler test looks for this function's name)."""
+    end = time.thread_time() + 0.02
+    while time.thread_time() < end:
+        pass
+    return "spun"
