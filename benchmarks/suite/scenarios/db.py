@@ -23,8 +23,7 @@ PostgreSQL (fsync off, data under benchmarks/.work) runs on loopback. nginx, the
 and PostgreSQL all share CPU 0; oha (closed loop, 100 connections) runs on CPU 1, so
 this is a far smaller box than the field's 4-vCPU app server plus separate load
 machine. Each server tries 1, 2, 3 and 5 workers (quick mode: 1 and 2); the table
-names the count with the highest throughput. veter has no --workers yet, so it runs
-one process.
+names the count with the highest throughput.
 """
 
 WORKERS = [1, 2, 3, 5]
