@@ -14,8 +14,11 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
+use crate::access::AccessLog;
 use crate::http1::limits::Limits;
+use crate::logfile::LogFile;
 use crate::overload::Overload;
+use crate::request_id::RequestIds;
 use crate::protocol::Connection;
 use crate::router::tree::Router;
 use crate::timeouts::{self, Timeouts};
@@ -48,6 +51,14 @@ pub struct Dispatcher {
     pub run_deferred: Option<Py<PyAny>>,
     pub shutting_down: AtomicBool,
     pub overload: Overload,
+    /// Request ids (None: off).
+    pub request_ids: Option<RequestIds>,
+    /// The access log (None: off).
+    pub access: Option<AccessLog>,
+    /// `set` and `reset` of `veter.context.request_var`, the request while its
+    /// handler runs.
+    pub request_var_set: Py<PyAny>,
+    pub request_var_reset: Py<PyAny>,
     /// Open connections served at once (0: no cap); the others wait unread.
     pub max_connections: usize,
     capacity_waiting: Mutex<VecDeque<(u64, Py<Connection>)>>,
@@ -156,7 +167,8 @@ impl Dispatcher {
         queue_timeout = 0.0, max_start_line = 8192,
         max_header_count = 100, max_header_bytes = 16384, max_body_bytes = 10 * 1024 * 1024,
         max_chunk_ext_bytes = 1024, max_trailer_bytes = 16384, max_chunk_count = 16384,
-        max_pipelined = 64, eager_tasks = None
+        max_pipelined = 64, eager_tasks = None, request_id_header = Some("X-Request-ID".to_owned()),
+        access_log = None, access_log_format = "text".to_owned(), access_log_skip = Vec::new()
     ))]
     #[allow(clippy::too_many_arguments)] // mirrors the documented keyword-only settings
     fn new(
@@ -182,6 +194,10 @@ impl Dispatcher {
         max_chunk_count: u64,
         max_pipelined: usize,
         eager_tasks: Option<bool>,
+        request_id_header: Option<String>,
+        access_log: Option<Py<LogFile>>,
+        access_log_format: String,
+        access_log_skip: Vec<String>,
     ) -> PyResult<Self> {
         let required = |name: &str, value: f64| {
             timeouts::seconds(name, value, false)
@@ -208,6 +224,13 @@ impl Dispatcher {
         if let Some(h) = &server_header {
             crate::response::check_header_value("server", h)?;
         }
+        if let Some(name) = &request_id_header {
+            crate::response::check_header_name(name)?;
+        }
+        let access = access_log
+            .map(|file| AccessLog::new(file, &access_log_format, access_log_skip))
+            .transpose()?;
+        let request_var = py.import("veter.context")?.getattr("request_var")?;
         let mut tree = Router::new();
         let mut table = Vec::with_capacity(routes.len());
         for (index, (methods, pattern, handler, is_async)) in routes.into_iter().enumerate() {
@@ -273,6 +296,10 @@ impl Dispatcher {
             run_deferred,
             shutting_down: AtomicBool::new(false),
             overload: Overload::new(max_concurrency, queue_timeout),
+            request_ids: request_id_header.as_deref().map(RequestIds::new),
+            access,
+            request_var_set: request_var.getattr("set")?.unbind(),
+            request_var_reset: request_var.getattr("reset")?.unbind(),
             max_connections,
             capacity_waiting: Mutex::new(VecDeque::new()),
             requests_served: AtomicU64::new(0),
@@ -330,6 +357,12 @@ impl Dispatcher {
     fn _deferred_cost(&self, seconds: f64) {
         self.overload
             .note_work(Duration::from_secs_f64(seconds.max(0.0)));
+    }
+
+    /// The access log's file, or None when the access log is off.
+    #[getter]
+    fn access_log(&self, py: Python<'_>) -> Option<Py<LogFile>> {
+        self.access.as_ref().map(|a| a.file.clone_ref(py))
     }
 
     #[getter]

@@ -3,12 +3,15 @@
 //! Only the module definition lives here; see `protocol.rs` for the connection,
 //! `http1/` for the sans-IO parser and encoder and `router/` for routing.
 
+pub mod access;
 pub mod dispatcher;
 pub mod http1;
+pub mod logfile;
 pub mod overload;
 pub mod protocol;
 pub mod pyrefs;
 pub mod request;
+pub mod request_id;
 pub mod response;
 pub mod router;
 pub mod timeouts;
@@ -22,6 +25,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<request::Request>()?;
     m.add_class::<request::Ready>()?;
     m.add_class::<response::Response>()?;
+    m.add_class::<logfile::LogFile>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -32,12 +32,14 @@ use crate::http1::body::ChunkedDecoder;
 use crate::http1::encode::{self, Framing};
 use crate::http1::error::ParseError;
 use crate::http1::parse::{self, BodyKind, Head, Version};
-use crate::request::{self, Body, Request};
+use crate::access::Entry;
+use crate::request::{self, Body, Exchange, Request};
 use crate::response::{Response, TEXT_PLAIN};
 use crate::router::params::ParamValue;
 use crate::router::tree::Lookup;
 
 mod completion;
+mod current;
 mod deferred;
 mod respond;
 mod timers;
@@ -45,6 +47,7 @@ mod timers;
 use respond::{encode_error, encode_result, is_coroutine};
 
 pub use completion::Completion;
+use current::CurrentRequest;
 
 /// Bytes of responses gathered in one go before the rest of a pipelined batch
 /// waits for them to be written.
@@ -84,6 +87,7 @@ struct Running {
     task: Py<PyAny>,
     started: Instant,
     framing: Framing,
+    request: Py<Request>,
 }
 
 /// What to do with the transport once the connection is no longer borrowed.
@@ -105,6 +109,8 @@ pub struct Connection {
     task_kwargs: Option<Py<PyDict>>,
     create_task: Option<Py<PyAny>>,
     client: Py<PyAny>,
+    /// The peer's address as the access log writes it (only when it is on).
+    client_text: String,
     /// This connection as a Python object, for task completions; cleared when lost.
     self_ref: Option<Py<Connection>>,
     buf: Vec<u8>,
@@ -151,10 +157,61 @@ pub struct Connection {
 
 impl Connection {
     fn common(&self) -> encode::Common<'_> {
+        let disp = self.disp.get();
         encode::Common {
-            server_line: &self.disp.get().server_line,
+            server_line: &disp.server_line,
             date_line: &self.date,
+            request_id_line: b"",
+            request_id_name: disp.request_ids.as_ref().map_or("", |ids| ids.name()),
         }
+    }
+
+    /// The id and start of a request about to be routed (see `request_id.rs`).
+    fn exchange_for(&self, py: Python<'_>, parts: &request::Parts) -> Exchange {
+        let disp = self.disp.get();
+        let Some(ids) = &disp.request_ids else {
+            return Exchange {
+                started: Some(self.last_activity),
+                ..Exchange::NONE
+            };
+        };
+        let head = &parts.buf.bind(py).as_bytes()[parts.base..];
+        let (id_line, id_start) = ids.line_for(parts.first_header(head, ids.header.as_bytes()));
+        Exchange {
+            id_line,
+            id_start,
+            started: Some(self.last_activity),
+        }
+    }
+
+    /// Writes the access log line for a response (when the access log is on).
+    fn log_response(
+        &self,
+        py: Python<'_>,
+        parts: &request::Parts,
+        exchange: &Exchange,
+        sent: encode::Sent,
+    ) {
+        let Some(access) = &self.disp.get().access else {
+            return;
+        };
+        let head = &parts.buf.bind(py).as_bytes()[parts.base..];
+        if access.skips(&head[parts.path.clone()]) {
+            return;
+        }
+        access.record(
+            py,
+            &Entry {
+                client: &self.client_text,
+                method: &head[parts.method.clone()],
+                target: &head[parts.target.clone()],
+                version: parts.version_text(),
+                status: sent.status,
+                bytes: sent.body_bytes,
+                duration: exchange.started.map_or_else(Default::default, |s| s.elapsed()),
+                request_id: exchange.id(),
+            },
+        );
     }
 
     pub fn new(py: Python<'_>, disp: Py<Dispatcher>) -> Self {
@@ -167,6 +224,7 @@ impl Connection {
             task_kwargs: None,
             create_task: None,
             client: py.None(),
+            client_text: String::new(),
             self_ref: None,
             buf: Vec::new(),
             reading: Reading::Head,
@@ -475,7 +533,24 @@ impl Connection {
     /// Answers `status` with `reason`, closes after it and stops reading.
     fn fail_with(&mut self, status: u16, reason: &str) {
         let mut bytes = Vec::new();
-        encode::encode_error(&mut bytes, status, reason, self.common());
+        let sent = encode::encode_error(&mut bytes, status, reason, self.common());
+        if let Some(access) = &self.disp.get().access {
+            Python::attach(|py| {
+                access.record(
+                    py,
+                    &Entry {
+                        client: &self.client_text,
+                        method: b"",
+                        target: b"",
+                        version: "-",
+                        status: sent.status,
+                        bytes: sent.body_bytes,
+                        duration: std::time::Duration::ZERO,
+                        request_id: "",
+                    },
+                );
+            });
+        }
         self.emit_bytes(bytes);
         self.reading = Reading::Stopped;
         self.closing = true;
@@ -517,6 +592,7 @@ impl Connection {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.served += 1;
         self.note_framing(framing);
+        let exchange = self.exchange_for(py, &parts);
         if disp.overload.queue_timeout.is_some() {
             let since = self.waiting_since.unwrap_or(self.batch_start);
             if disp
@@ -529,7 +605,7 @@ impl Connection {
                 let resp =
                     Response::new_plain(py, 503, b"Service Unavailable: overloaded", TEXT_PLAIN)
                         .with_header("Retry-After", "1");
-                self.emit_response(py, &resp, framing);
+                self.emit_response(py, &resp, framing, &parts, &exchange);
                 return Ok(());
             }
         }
@@ -541,13 +617,13 @@ impl Connection {
             Lookup::Found { route, params } => (route, params),
             Lookup::NotFound => {
                 let resp = Response::new_plain(py, 404, b"Not Found", TEXT_PLAIN);
-                self.emit_response(py, &resp, framing);
+                self.emit_response(py, &resp, framing, &parts, &exchange);
                 return Ok(());
             }
             Lookup::MethodNotAllowed { allow } => {
                 let resp = Response::new_plain(py, 405, b"Method Not Allowed", TEXT_PLAIN)
                     .with_header("Allow", allow);
-                self.emit_response(py, &resp, framing);
+                self.emit_response(py, &resp, framing, &parts, &exchange);
                 return Ok(());
             }
         };
@@ -568,12 +644,15 @@ impl Connection {
             py,
             Request::new(
                 parts,
+                exchange,
                 kwargs.as_ref().map(|d| d.clone().unbind()),
                 self.client.clone_ref(py),
                 disp.app.clone_ref(py),
                 Some(route.pattern.clone_ref(py)),
             ),
         )?;
+        // The handler (and every task it starts) sees this request in the context.
+        let _current = CurrentRequest::enter(disp, request.bind(py))?;
         let measure = disp.overload.queue_timeout.is_some() && !route.is_async;
         if measure && disp.overload.saturated() {
             if let Some(run) = &disp.run_deferred {
@@ -660,6 +739,7 @@ impl Connection {
                 task: task.clone().unbind(),
                 started: Instant::now(),
                 framing,
+                request: request.clone_ref(py),
             }),
         });
         self.in_flight += 1;
@@ -690,9 +770,13 @@ impl Connection {
         } else {
             Vec::new()
         };
-        if let Err(err) = self.encode_result(py, result, framing, &mut bytes) {
-            self.encode_error(py, request, err, framing, &mut bytes);
-        }
+        let req = request.get();
+        let common = self.common().with_request_id(&req.exchange.id_line);
+        let sent = match encode_result(py, common, result, framing, &mut bytes) {
+            Ok(sent) => sent,
+            Err(err) => encode_error(py, self.disp.get(), common, request, err, framing, &mut bytes),
+        };
+        self.log_response(py, &req.parts, &req.exchange, sent);
         if self.queue.is_empty() {
             self.out = bytes;
         } else {
@@ -702,51 +786,38 @@ impl Connection {
 
     fn emit_error(&mut self, py: Python<'_>, request: &Py<Request>, err: PyErr, framing: Framing) {
         let mut bytes = Vec::new();
-        self.encode_error(py, request, err, framing, &mut bytes);
+        let req = request.get();
+        let common = self.common().with_request_id(&req.exchange.id_line);
+        let sent = encode_error(py, self.disp.get(), common, request, err, framing, &mut bytes);
+        self.log_response(py, &req.parts, &req.exchange, sent);
         self.emit_bytes(bytes);
     }
 
-    fn emit_response(&mut self, py: Python<'_>, resp: &Response, framing: Framing) {
+    /// Emits a response the core made itself (404, 405, 503) for a routed head.
+    fn emit_response(
+        &mut self,
+        py: Python<'_>,
+        resp: &Response,
+        framing: Framing,
+        parts: &request::Parts,
+        exchange: &Exchange,
+    ) {
+        let disp = self.disp.get();
         let common = encode::Common {
-            server_line: &self.disp.get().server_line,
+            server_line: &disp.server_line,
             date_line: &self.date,
+            request_id_line: &exchange.id_line,
+            request_id_name: disp.request_ids.as_ref().map_or("", |ids| ids.name()),
         };
-        if self.queue.is_empty() {
-            resp.encode_into(py, &mut self.out, framing, common);
+        let sent = if self.queue.is_empty() {
+            resp.encode_into(py, &mut self.out, framing, common)
         } else {
             let mut bytes = Vec::new();
-            resp.encode_into(py, &mut bytes, framing, common);
+            let sent = resp.encode_into(py, &mut bytes, framing, common);
             self.emit_bytes(bytes);
-        }
-    }
-
-    fn encode_result(
-        &self,
-        py: Python<'_>,
-        result: &Bound<'_, PyAny>,
-        framing: Framing,
-        out: &mut Vec<u8>,
-    ) -> PyResult<()> {
-        encode_result(py, self.common(), result, framing, out)
-    }
-
-    fn encode_error(
-        &self,
-        py: Python<'_>,
-        request: &Py<Request>,
-        err: PyErr,
-        framing: Framing,
-        out: &mut Vec<u8>,
-    ) {
-        encode_error(
-            py,
-            self.disp.get(),
-            self.common(),
-            request,
-            err,
-            framing,
-            out,
-        );
+            sent
+        };
+        self.log_response(py, parts, exchange, sent);
     }
 
     /// Moves every ready response at the front of the queue into `out` and says
@@ -865,9 +936,16 @@ impl Connection {
             let sock = transport.call_method1("get_extra_info", ("socket",))?;
             this.sock = (!sock.is_none()).then(|| sock.unbind());
         }
-        this.client = transport
-            .call_method1("get_extra_info", ("peername",))?
-            .unbind();
+        let peer = transport.call_method1("get_extra_info", ("peername",))?;
+        if d.access.is_some() {
+            // (host, port[, ...]) for TCP; a path (maybe empty) for a Unix socket.
+            let host = match peer.cast::<pyo3::types::PyTuple>() {
+                Ok(tuple) if !tuple.is_empty() => tuple.get_item(0)?.str()?.to_string(),
+                _ => peer.str()?.to_string(),
+            };
+            this.client_text = host;
+        }
+        this.client = peer.unbind();
         this.write = Some(transport.getattr("write")?.unbind());
         this.transport = Some(transport.clone().unbind());
         this.self_ref = Some(slf.clone().unbind());

@@ -6,6 +6,7 @@
 //! and the rest on first access, caching each one.
 
 use std::ops::Range;
+use std::time::Instant;
 
 use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
@@ -15,6 +16,50 @@ use smallvec::SmallVec;
 
 use crate::http1::parse::{HeaderSpan, Version};
 use crate::pyrefs;
+
+/// What the server keeps about one request for its response: its id and when it
+/// began (for the access log).
+pub struct Exchange {
+    /// `X-Request-ID: <id>\r\n` as echoed in the response; empty when ids are off.
+    pub id_line: Vec<u8>,
+    pub id_start: usize,
+    /// When the request was routed (None when nothing measures it).
+    pub started: Option<Instant>,
+}
+
+impl Exchange {
+    pub const NONE: Exchange = Exchange {
+        id_line: Vec::new(),
+        id_start: 0,
+        started: None,
+    };
+
+    /// The request id, or "" when ids are off.
+    pub fn id(&self) -> &str {
+        if self.id_line.is_empty() {
+            ""
+        } else {
+            crate::request_id::id_of(&self.id_line, self.id_start)
+        }
+    }
+}
+
+impl Parts {
+    /// The value of the first header named `name` (lowercase), if any.
+    pub fn first_header<'a>(&self, head: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+        self.headers
+            .iter()
+            .find(|h| head[h.name.clone()].eq_ignore_ascii_case(name))
+            .map(|h| &head[h.value.clone()])
+    }
+
+    pub fn version_text(&self) -> &'static str {
+        match self.version {
+            Version::Http10 => "HTTP/1.0",
+            Version::Http11 => "HTTP/1.1",
+        }
+    }
+}
 
 /// Where the body of a request lives.
 pub enum Body {
@@ -101,7 +146,8 @@ fn latin1(bytes: &[u8]) -> String {
 
 #[pyclass(module = "veter._core", name = "Request", frozen)]
 pub struct Request {
-    parts: Parts,
+    pub parts: Parts,
+    pub exchange: Exchange,
     params: Option<Py<PyDict>>,
     client: Py<PyAny>,
     app: Py<PyAny>,
@@ -118,6 +164,7 @@ pub struct Request {
 impl Request {
     pub fn new(
         parts: Parts,
+        exchange: Exchange,
         params: Option<Py<PyDict>>,
         client: Py<PyAny>,
         app: Py<PyAny>,
@@ -125,6 +172,7 @@ impl Request {
     ) -> Self {
         Request {
             parts,
+            exchange,
             params,
             client,
             app,
@@ -324,6 +372,14 @@ impl Request {
             Version::Http10 => "1.0",
             Version::Http11 => "1.1",
         }
+    }
+
+    /// The request id (from the incoming `X-Request-ID` when well formed, generated
+    /// otherwise), or None when request ids are off.
+    #[getter]
+    fn id(&self) -> Option<&str> {
+        let id = self.exchange.id();
+        (!id.is_empty()).then_some(id)
     }
 
     /// (host, port) of the peer, or None when the transport does not know it.

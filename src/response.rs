@@ -104,14 +104,14 @@ impl Response {
         out: &mut Vec<u8>,
         framing: Framing,
         common: encode::Common<'_>,
-    ) {
+    ) -> encode::Sent {
         let parts = Parts {
             status: self.status,
             content_type: self.content_type.as_deref(),
             headers: &self.headers,
             body: self.body.bind(py).as_bytes(),
         };
-        encode::encode_response(out, &parts, framing, common);
+        encode::encode_response(out, &parts, framing, common)
     }
 
     fn push_header(&mut self, name: String, value: String) -> PyResult<()> {

@@ -18,6 +18,9 @@ __all__ = ["App"]
 
 log = logging.getLogger("veter.error")
 
+#: Route names of the health probes, left out of the access log unless asked for.
+HEALTH_ROUTES = ("veter.healthz", "veter.readyz")
+
 H = TypeVar("H", bound=Handler)
 Hook = Callable[[], Any]
 ExceptionHandler = Callable[[Any, Any], Response]
@@ -167,15 +170,26 @@ class App:
 
     # -- lifecycle -------------------------------------------------------------
 
-    def build_dispatcher(self, config: ServerConfig | None = None) -> _core.Dispatcher:
-        """Freeze the app and build the core's dispatcher (raises on route conflicts)."""
+    def build_dispatcher(
+        self, config: ServerConfig | None = None, *, access_log: _core.LogFile | None = None
+    ) -> _core.Dispatcher:
+        """Freeze the app and build the core's dispatcher (raises on route conflicts).
+        ``access_log``: where the core writes one line per response (None: nowhere)."""
         config = config or self.config
         self._frozen = True
         table = []
         for route in self._routes:
             target, is_async = compose(route, self._middleware, self.handle_error)
             table.append((list(route.methods), route.path, target, is_async))
-        return _core.Dispatcher(table, self, self.handle_error, **config.dispatcher_kwargs())
+        skip = [] if config.access_log_health else [r.path for r in self._routes if r.name in HEALTH_ROUTES]
+        return _core.Dispatcher(
+            table,
+            self,
+            self.handle_error,
+            access_log=access_log,
+            access_log_skip=skip,
+            **config.dispatcher_kwargs(),
+        )
 
     @property
     def started(self) -> bool:

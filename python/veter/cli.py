@@ -177,6 +177,58 @@ def main() -> None:
     default=None,
     help=f"Thread pool for blocking handlers [default: {_DEFAULTS.max_threads}].",
 )
+@click.option(
+    "--request-id-header",
+    default=None,
+    help=f"Header carrying the request id, in and out [default: {_DEFAULTS.request_id_header}].",
+)
+@click.option("--no-request-id", is_flag=True, help="No request ids (nothing echoed, none in logs).")
+@click.option(
+    "--access-log",
+    default=None,
+    metavar="DEST",
+    help="Access log: '-' for stdout, a file path, or 'off' [default: -].",
+)
+@click.option(
+    "--access-log-format",
+    default=None,
+    help="Access log format: text, json, or a template of {fields} [default: text].",
+)
+@click.option("--access-log-health", is_flag=True, default=None, help="Also log health probes (/healthz, /readyz).")
+@click.option(
+    "--log-buffer-bytes",
+    type=int,
+    default=None,
+    help=f"Access log bytes buffered per worker before a write [default: {_DEFAULTS.log_buffer_bytes}].",
+)
+@click.option("--log-file", default=None, help="Application log file [default: stderr].")
+@click.option(
+    "--log-format", type=click.Choice(["text", "json"]), default=None, help="Application log format [default: text]."
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error", "critical"], case_sensitive=False),
+    default=None,
+    help="Application log level [default: info].",
+)
+@click.option(
+    "--log-max-bytes",
+    type=int,
+    default=None,
+    help="Rotate log files when one passes this many bytes (0: never) [default: 0].",
+)
+@click.option(
+    "--log-rotate-interval",
+    type=float,
+    default=None,
+    help="Rotate log files every this many seconds (0: never) [default: 0].",
+)
+@click.option(
+    "--log-backups",
+    type=int,
+    default=None,
+    help=f"Rotated log files kept [default: {_DEFAULTS.log_backups}].",
+)
 @click.option("--workers", default=None, help="Worker processes, or 'auto' for one per CPU [default: 1].")
 @click.option("--single-process", is_flag=True, help="Serve in this process, without a master (debugging).")
 @click.option(
@@ -215,7 +267,9 @@ def main() -> None:
 @click.option(
     "--reuse-port", is_flag=True, help="Each worker binds its own SO_REUSEPORT socket instead of sharing one."
 )
-def run(app_ref: str, no_server_header: bool, single_process: bool, reload: bool, **options: Any) -> None:
+def run(
+    app_ref: str, no_server_header: bool, no_request_id: bool, single_process: bool, reload: bool, **options: Any
+) -> None:
     """Serve MODULE:APP until SIGINT or SIGTERM.
 
     By default a master process supervises --workers worker processes that share
@@ -224,8 +278,15 @@ def run(app_ref: str, no_server_header: bool, single_process: bool, reload: bool
     """
     from veter.server import configure_logging
 
-    configure_logging()
-    server_changes, master_options = _layered(_flags(options, no_server_header))
+    flags = _flags(options, no_server_header)
+    if no_request_id:
+        flags["request_id_header"] = None
+    server_changes, master_options = _layered(flags)
+    try:
+        logging_config = ServerConfig().with_(**server_changes)
+    except (TypeError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    configure_logging(logging_config)
     if single_process:
         from veter.server import run as serve
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 __all__ = ["ServerConfig"]
 
 LoopName = Literal["auto", "uvloop", "asyncio"]
+LogFormat = Literal["text", "json"]
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,34 @@ class ServerConfig:
     max_pipelined: int = 64
     #: Threads for blocking=True routes and run_in_thread.
     max_threads: int = 40
+    #: Header carrying the request id, in and out; None turns request ids off.
+    request_id_header: str | None = "X-Request-ID"
+    #: Access log destination: "-" for stdout, a file path, or None for off.
+    access_log: str | None = "-"
+    #: Access log format: "text", "json", or a template of {fields} (docs/toolkit.md).
+    access_log_format: str = "text"
+    #: Whether health probes (/healthz, /readyz) appear in the access log.
+    access_log_health: bool = False
+    #: Bytes of access log lines a worker buffers before writing (also written every loop iteration).
+    log_buffer_bytes: int = 65536
+    #: Application log destination: None for stderr, or a file path.
+    log_file: str | None = None
+    #: Application log format.
+    log_format: LogFormat = "text"
+    #: Application log level (debug, info, warning, error, critical).
+    log_level: str = "info"
+    #: Rotate log files (access log and log_file) when one passes this many bytes (0: never).
+    log_max_bytes: int = 0
+    #: Rotate log files every this many seconds (0: never).
+    log_rotate_interval: float = 0.0
+    #: Rotated files kept (name.1 is the newest); older ones are deleted.
+    log_backups: int = 7
 
     def __post_init__(self) -> None:
+        # "off" turns these off from a flag, the environment or a TOML file alike.
+        for name in ("access_log", "request_id_header"):
+            if isinstance(getattr(self, name), str) and getattr(self, name).strip().lower() == "off":
+                object.__setattr__(self, name, None)
         positive = (
             "backlog",
             "max_start_line",
@@ -70,6 +97,7 @@ class ServerConfig:
             "max_chunk_count",
             "max_pipelined",
             "max_threads",
+            "log_buffer_bytes",
         )
         for name in positive:
             if getattr(self, name) < 1:
@@ -98,6 +126,22 @@ class ServerConfig:
             raise ValueError("request_timeout must be a number of seconds >= 0 (0: no deadline)")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be 0-65535, got {self.port}")
+        if self.log_format not in ("text", "json"):
+            raise ValueError(f"log_format must be text or json, got {self.log_format!r}")
+        if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise ValueError(f"log_level must be debug, info, warning, error or critical, got {self.log_level!r}")
+        if self.access_log_format not in ("text", "json") and "{" not in self.access_log_format:
+            raise ValueError(
+                f"access_log_format must be text, json or a template of {{fields}}, got {self.access_log_format!r}"
+            )
+        if self.log_max_bytes < 0:
+            raise ValueError("log_max_bytes must be >= 0 (0: no size rotation)")
+        if not self.log_rotate_interval >= 0:
+            raise ValueError("log_rotate_interval must be a number of seconds >= 0 (0: no time rotation)")
+        if self.log_backups < 1:
+            raise ValueError("log_backups must be at least 1")
+        if self.access_log == "":
+            raise ValueError("access_log must be '-' (stdout), a path, or None (off)")
         if self.loop not in ("auto", "uvloop", "asyncio"):
             raise ValueError(f"loop must be auto, uvloop or asyncio, got {self.loop!r}")
 
@@ -128,6 +172,8 @@ class ServerConfig:
             "max_trailer_bytes",
             "max_chunk_count",
             "max_pipelined",
+            "request_id_header",
+            "access_log_format",
         )
         values = asdict(self)
         return {k: values[k] for k in keys}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import logging
 import signal
 import socket
@@ -23,6 +24,8 @@ from veter.concurrency import configure_thread_pool, shutdown_thread_pool
 from veter.config import ServerConfig
 from veter.lagmonitor import LagMonitor
 from veter.listener import Listener
+from veter.logs import Rotator, open_log, reopen_all
+from veter.logs import configure as configure_logs
 from veter.loops import loop_factory
 
 __all__ = ["Server", "run"]
@@ -31,6 +34,8 @@ log = logging.getLogger("veter.server")
 
 #: How often connection timeouts are checked (their resolution).
 TICK_SECONDS = 0.25
+#: How often a single-process server checks whether its log files are due for rotation.
+ROTATION_CHECK_SECONDS = 0.5
 
 
 class Server:
@@ -47,6 +52,8 @@ class Server:
         self.exit_code = 0
         #: Watches the loop for blocking code (None when ``lag_threshold`` is 0).
         self.lag_monitor: LagMonitor | None = None
+        #: The access log (None when off).
+        self.access_log: _core.LogFile | None = None
 
     @property
     def sockets(self) -> list[socket.socket]:
@@ -60,8 +67,12 @@ class Server:
     async def start(self, sock: socket.socket | None = None) -> None:
         configure_thread_pool(self.config.max_threads)
         await self.app.startup()
-        self.dispatcher = self.app.build_dispatcher(self.config)
         loop = asyncio.get_running_loop()
+        if self.config.access_log is not None:
+            self.access_log = open_log(self.config.access_log, buffer_bytes=self.config.log_buffer_bytes)
+            # Lines of one loop iteration are written together, at its end.
+            self.access_log.set_scheduler(functools.partial(loop.call_soon, self.access_log.flush))
+        self.dispatcher = self.app.build_dispatcher(self.config, access_log=self.access_log)
         loop.set_exception_handler(self._on_loop_error)
         if self.config.max_concurrency > 0:
             # At the cap this worker stops accepting, so the others take new connections.
@@ -149,6 +160,8 @@ class Server:
             await self.app.shutdown()
         finally:
             shutdown_thread_pool()
+            if self.access_log is not None:
+                self.access_log.set_scheduler(None)  # writes what is buffered
 
     async def _within(self, awaitable: Awaitable[None], deadline: float) -> None:
         """Await ``awaitable`` until ``deadline``; past it, close every connection."""
@@ -168,6 +181,11 @@ async def serve(app: App, config: ServerConfig, *, ready: Callable[[Server], Any
     await server.start()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.request_stop)
+    # Without a master this process rotates its own log files and reopens them on
+    # SIGUSR1 (logrotate) or SIGUSR2 (what a master sends its workers).
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):
+        loop.add_signal_handler(sig, reopen_all)
+    rotation = _start_rotation(config, loop)
     host, port = server.sockets[0].getsockname()[:2]
     log.info("veter serving on http://%s:%d (loop: %s)", host, port, type(loop).__module__)
     if ready is not None:
@@ -176,8 +194,10 @@ async def serve(app: App, config: ServerConfig, *, ready: Callable[[Server], Any
         await server.serve_forever()
         log.info("shutting down: draining in-flight requests")
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
             loop.remove_signal_handler(sig)
+        if rotation is not None:
+            rotation.cancel()
         await server.stop()
     log.info("stopped")
     return server.exit_code
@@ -190,16 +210,55 @@ def is_fatal(exc: object) -> bool:
     return type(exc).__name__ == "PanicException"
 
 
-def configure_logging() -> None:
-    """Plain log lines to stderr, unless the application configured logging itself."""
-    if not logging.getLogger().handlers:
-        logging.basicConfig(
-            level=logging.INFO, format="%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
-        )
+def log_paths(config: ServerConfig) -> list[str]:
+    """The log files ``config`` writes (stdout and stderr are not rotated)."""
+    paths = [config.access_log, config.log_file]
+    return [p for p in paths if p is not None and p not in ("-", "stderr")]
+
+
+def rotator_for(config: ServerConfig) -> Rotator:
+    return Rotator(
+        log_paths(config),
+        max_bytes=config.log_max_bytes,
+        interval=config.log_rotate_interval,
+        backups=config.log_backups,
+    )
+
+
+class _Rotation:
+    """Checks the log files every ROTATION_CHECK_SECONDS; reopens them after a rotation."""
+
+    def __init__(self, rotator: Rotator, loop: asyncio.AbstractEventLoop) -> None:
+        self.rotator = rotator
+        self.loop = loop
+        self.handle = loop.call_later(ROTATION_CHECK_SECONDS, self._check)
+
+    def _check(self) -> None:
+        try:
+            if self.rotator.check():
+                reopen_all()
+        except OSError:
+            log.exception("log rotation failed")
+        self.handle = self.loop.call_later(ROTATION_CHECK_SECONDS, self._check)
+
+    def cancel(self) -> None:
+        self.handle.cancel()
+
+
+def _start_rotation(config: ServerConfig, loop: asyncio.AbstractEventLoop) -> _Rotation | None:
+    rotator = rotator_for(config)
+    return _Rotation(rotator, loop) if rotator.enabled else None
+
+
+def configure_logging(config: ServerConfig | None = None) -> None:
+    """Application log records (with request ids) in the configured format, unless
+    the application configured logging itself (then its handlers get request ids)."""
+    config = config or ServerConfig()
+    configure_logs(log_format=config.log_format, log_level=config.log_level, log_file=config.log_file)
 
 
 def run(app: App, config: ServerConfig) -> int:
     """Run ``serve`` on a new event loop (uvloop when available); returns the exit status."""
-    configure_logging()
+    configure_logging(config)
     with asyncio.Runner(loop_factory=loop_factory(config.loop)) as runner:
         return runner.run(serve(app, config))

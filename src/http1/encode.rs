@@ -147,6 +147,29 @@ pub struct Common<'a> {
     /// `Server: ...\r\n`, or empty for no Server header.
     pub server_line: &'a [u8],
     pub date_line: &'a DateLine,
+    /// `X-Request-ID: <id>\r\n` for this response, or empty.
+    pub request_id_line: &'a [u8],
+    /// The request-id header's name, to leave ours out when the handler set one.
+    pub request_id_name: &'a str,
+}
+
+impl<'a> Common<'a> {
+    /// The same lines with this request's id line.
+    #[must_use]
+    pub fn with_request_id(self, line: &'a [u8]) -> Self {
+        Common {
+            request_id_line: line,
+            ..self
+        }
+    }
+}
+
+/// What was sent, for the access log and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    pub status: u16,
+    /// Body bytes sent (0 for HEAD and for statuses without a body).
+    pub body_bytes: usize,
 }
 
 fn has_header(headers: &[(String, String)], name: &str) -> bool {
@@ -154,7 +177,12 @@ fn has_header(headers: &[(String, String)], name: &str) -> bool {
 }
 
 /// Appends one whole response to `out`.
-pub fn encode_response(out: &mut Vec<u8>, parts: &Parts<'_>, framing: Framing, common: Common<'_>) {
+pub fn encode_response(
+    out: &mut Vec<u8>,
+    parts: &Parts<'_>,
+    framing: Framing,
+    common: Common<'_>,
+) -> Sent {
     let status = parts.status;
     let no_body = status_forbids_body(status);
     let send_body = !no_body && !framing.head;
@@ -174,6 +202,11 @@ pub fn encode_response(out: &mut Vec<u8>, parts: &Parts<'_>, framing: Framing, c
     }
     if !(custom && has_header(parts.headers, "date")) {
         out.extend_from_slice(common.date_line);
+    }
+    if !common.request_id_line.is_empty()
+        && !(custom && has_header(parts.headers, common.request_id_name))
+    {
+        out.extend_from_slice(common.request_id_line);
     }
     if let Some(ct) = parts.content_type {
         if !no_body || status == 304 {
@@ -205,6 +238,10 @@ pub fn encode_response(out: &mut Vec<u8>, parts: &Parts<'_>, framing: Framing, c
     if send_body {
         out.extend_from_slice(parts.body);
     }
+    Sent {
+        status,
+        body_bytes: if send_body { parts.body.len() } else { 0 },
+    }
 }
 
 /// The interim response sent when a client asked `Expect: 100-continue`.
@@ -212,7 +249,7 @@ pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// A plain-text error response that closes the connection (parse errors, internal
 /// failures that happen before a handler could answer).
-pub fn encode_error(out: &mut Vec<u8>, status: u16, message: &str, common: Common<'_>) {
+pub fn encode_error(out: &mut Vec<u8>, status: u16, message: &str, common: Common<'_>) -> Sent {
     let parts = Parts {
         status,
         content_type: Some("text/plain; charset=utf-8"),
@@ -224,7 +261,7 @@ pub fn encode_error(out: &mut Vec<u8>, status: u16, message: &str, common: Commo
         keep_alive: false,
         head: false,
     };
-    encode_response(out, &parts, framing, common);
+    encode_response(out, &parts, framing, common)
 }
 
 #[cfg(test)]
@@ -235,10 +272,14 @@ mod tests {
     const VETER: Common<'static> = Common {
         server_line: b"Server: veter\r\n",
         date_line: DATE,
+        request_id_line: b"",
+        request_id_name: "X-Request-ID",
     };
     const NO_SERVER: Common<'static> = Common {
         server_line: b"",
         date_line: DATE,
+        request_id_line: b"",
+        request_id_name: "X-Request-ID",
     };
     const KEEP: Framing = Framing {
         http10: false,
@@ -324,6 +365,21 @@ mod tests {
         let text = encode(&parts(200, &headers, b""), KEEP, VETER);
         assert!(!text.contains("veter") && !text.contains("1994"), "{text}");
         assert!(text.contains("server: mine\r\n") && text.contains("Date: then\r\n"));
+    }
+
+    #[test]
+    fn request_id_line_unless_the_handler_set_one() {
+        let common = VETER.with_request_id(b"X-Request-ID: r1\r\n");
+        let mut out = Vec::new();
+        let sent = encode_response(&mut out, &parts(200, &[], b"hi"), KEEP, common);
+        assert_eq!(sent, Sent { status: 200, body_bytes: 2 });
+        assert!(String::from_utf8(out).unwrap().contains("X-Request-ID: r1\r\n"));
+        let own = [("x-request-id".to_owned(), "mine".to_owned())];
+        let text = encode(&parts(200, &own, b""), KEEP, common);
+        assert!(!text.contains("r1") && text.contains("x-request-id: mine\r\n"), "{text}");
+        let head = Framing { head: true, ..KEEP };
+        let sent = encode_response(&mut Vec::new(), &parts(200, &[], b"hi"), head, common);
+        assert_eq!(sent.body_bytes, 0);
     }
 
     #[test]

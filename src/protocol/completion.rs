@@ -49,33 +49,16 @@ impl Completion {
             }
             this.note_framing(framing);
             let mut bytes = Vec::new();
-            match task.call_method0("result") {
-                Ok(result) => {
-                    if let Err(err) = encode_result(py, this.common(), &result, framing, &mut bytes)
-                    {
-                        encode_error(
-                            py,
-                            disp.get(),
-                            this.common(),
-                            &self.request,
-                            err,
-                            framing,
-                            &mut bytes,
-                        );
-                    }
-                }
-                Err(err) => {
-                    encode_error(
-                        py,
-                        disp.get(),
-                        this.common(),
-                        &self.request,
-                        err,
-                        framing,
-                        &mut bytes,
-                    );
-                }
-            }
+            let req = self.request.get();
+            let common = this.common().with_request_id(&req.exchange.id_line);
+            let encoded = task
+                .call_method0("result")
+                .and_then(|result| encode_result(py, common, &result, framing, &mut bytes));
+            let sent = match encoded {
+                Ok(sent) => sent,
+                Err(err) => encode_error(py, disp.get(), common, &self.request, err, framing, &mut bytes),
+            };
+            this.log_response(py, &req.parts, &req.exchange, sent);
             if let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) {
                 slot.bytes = Some(bytes);
             }

@@ -29,10 +29,9 @@ pub fn encode_result(
     result: &Bound<'_, PyAny>,
     framing: Framing,
     out: &mut Vec<u8>,
-) -> PyResult<()> {
+) -> PyResult<encode::Sent> {
     if let Ok(resp) = result.cast::<Response>() {
-        resp.borrow().encode_into(py, out, framing, common);
-        return Ok(());
+        return Ok(resp.borrow().encode_into(py, out, framing, common));
     }
     let (body, content_type): (Bound<'_, PyAny>, &str) = if let Ok(s) = result.cast::<PyString>() {
         (
@@ -59,8 +58,7 @@ pub fn encode_result(
         headers: &[],
         body: body.as_bytes(),
     };
-    encode::encode_response(out, &parts, framing, common);
-    Ok(())
+    Ok(encode::encode_response(out, &parts, framing, common))
 }
 
 /// Asks the app's error handler for a response to `err`; falls back to a plain 500.
@@ -72,19 +70,21 @@ pub fn encode_error(
     err: PyErr,
     framing: Framing,
     out: &mut Vec<u8>,
-) {
+) -> encode::Sent {
     let handled = disp
         .error_handler
         .bind(py)
         .call1((request.clone_ref(py), err.value(py)))
         .and_then(|resp| {
             let resp = resp.cast::<Response>()?;
-            resp.borrow().encode_into(py, out, framing, common);
-            Ok(())
+            Ok(resp.borrow().encode_into(py, out, framing, common))
         });
-    if let Err(inner) = handled {
-        inner.print(py);
-        Response::new_plain(py, 500, b"Internal Server Error", TEXT_PLAIN)
-            .encode_into(py, out, framing, common);
+    match handled {
+        Ok(sent) => sent,
+        Err(inner) => {
+            inner.print(py);
+            Response::new_plain(py, 500, b"Internal Server Error", TEXT_PLAIN)
+                .encode_into(py, out, framing, common)
+        }
     }
 }

@@ -67,7 +67,7 @@ impl Connection {
                 Reading::Head | Reading::Stopped => {}
             }
             if let Some(limit) = t.request {
-                this.expire_handlers(now, limit, &mut cancel);
+                this.expire_handlers(py, now, limit, &mut cancel);
             }
             Ok(())
         })?;
@@ -79,7 +79,13 @@ impl Connection {
 
     /// Answers 504 for every handler past its deadline and hands back their tasks
     /// to cancel (cancelled outside the borrow: cancelling may run callbacks).
-    fn expire_handlers(&mut self, now: Instant, limit: Duration, cancel: &mut Vec<Py<PyAny>>) {
+    fn expire_handlers(
+        &mut self,
+        py: Python<'_>,
+        now: Instant,
+        limit: Duration,
+        cancel: &mut Vec<Py<PyAny>>,
+    ) {
         let due = |slot: &Slot| {
             slot.bytes.is_none()
                 && slot
@@ -91,10 +97,7 @@ impl Connection {
             return;
         }
         self.date = encode::date_line();
-        let common = encode::Common {
-            server_line: &self.disp.get().server_line,
-            date_line: &self.date,
-        };
+        let mut answered = Vec::new();
         for slot in &mut self.queue {
             if !due(slot) {
                 continue;
@@ -108,10 +111,23 @@ impl Connection {
                 headers: &[],
                 body: b"handler deadline exceeded",
             };
+            let req = run.request.get();
+            let disp = self.disp.get();
+            let common = encode::Common {
+                server_line: &disp.server_line,
+                date_line: &self.date,
+                request_id_line: &req.exchange.id_line,
+                request_id_name: disp.request_ids.as_ref().map_or("", |ids| ids.name()),
+            };
             let mut bytes = Vec::new();
-            encode::encode_response(&mut bytes, &parts, run.framing, common);
+            let sent = encode::encode_response(&mut bytes, &parts, run.framing, common);
             slot.bytes = Some(bytes);
+            answered.push((run.request, sent));
             cancel.push(run.task);
+        }
+        for (request, sent) in answered {
+            let req = request.get();
+            self.log_response(py, &req.parts, &req.exchange, sent);
         }
     }
 }

@@ -7,7 +7,12 @@ block it or crash it.
 
 Signals: TERM/INT stop gracefully (workers drain up to the graceful timeout, then
 are killed); HUP replaces every worker, one at a time, a new one ready before an old
-one is told to stop; TTIN/TTOU add or remove a worker.
+one is told to stop; TTIN/TTOU add or remove a worker; USR1 reopens the log files
+(for logrotate: the master reopens its own and sends USR2 to each worker).
+
+Log rotation by size or age is done here, by this one process: rename the files,
+then USR2 to the workers; lines they write before reopening land in the renamed
+file, so none are lost.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from veter.config import ServerConfig
+from veter.logs import reopen_all
 from veter.supervisor.sockets import bind
 from veter.supervisor.worker import FATAL, HEARTBEAT, READY, RECYCLE, WorkerSpec, run_worker
 
@@ -35,6 +41,8 @@ log = logging.getLogger("veter.master")
 EXIT_STARTUP_FAILED = 3
 #: How long a worker dumped for being stuck gets to print its traceback.
 DUMP_GRACE = 0.5
+#: How often the log files are checked for rotation.
+ROTATION_CHECK_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,10 @@ class Master:
         self._signals: list[int] = []
         self._hup_queue: list[int] = []
         self._wake_r, self._wake_w = socket.socketpair()
+        from veter.server import rotator_for
+
+        self.rotator = rotator_for(server)
+        self._next_rotation_check = 0.0
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -141,6 +153,7 @@ class Master:
             signal.SIGTTIN,
             signal.SIGTTOU,
             signal.SIGCHLD,
+            signal.SIGUSR1,
         ):
             signal.signal(sig, self._on_signal)
 
@@ -166,6 +179,27 @@ class Master:
         self._reap()
         self._check_health()
         self._maintain()
+        self._check_rotation()
+
+    def _check_rotation(self) -> None:
+        now = time.monotonic()
+        if not self.rotator.enabled or now < self._next_rotation_check:
+            return
+        self._next_rotation_check = now + ROTATION_CHECK_SECONDS
+        try:
+            rotated = self.rotator.check()
+        except OSError:
+            log.exception("master: log rotation failed")
+            return
+        if rotated:
+            self._reopen_logs()
+
+    def _reopen_logs(self) -> None:
+        """Reopen this process's log files and tell every worker to reopen its own."""
+        reopen_all()
+        for worker in self.workers.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker.pid, signal.SIGUSR2)
 
     def _handle_signal(self, signum: int) -> None:
         if signum in (signal.SIGTERM, signal.SIGINT):
@@ -177,6 +211,9 @@ class Master:
             # Workers still starting are replaced too: they may have imported the old code.
             self._hup_queue = [w.pid for w in self.workers.values() if not w.stopping and w.replaces is None]
             self._next_replacement()
+        elif signum == signal.SIGUSR1:
+            log.info("master: SIGUSR1, reopening log files")
+            self._reopen_logs()
         elif signum == signal.SIGTTIN and not self.stopping:
             self.target += 1
             log.info("master: SIGTTIN, now %d workers", self.target)

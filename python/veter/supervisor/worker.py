@@ -9,6 +9,9 @@ new code. It reports to the master over a pipe with one-byte messages:
 - ``C`` recycle me: a recycling limit (requests, RSS, lifetime) was reached;
 - ``F`` fatal at startup (import or startup hook failed): the master must not
   respawn it in a loop.
+
+Signals from the master: TERM/INT stop gracefully, USR2 reopens the log files
+(after a rotation), USR1 dumps every thread's stack (a stuck worker).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from veter.importer import import_app
+from veter.logs import reopen_all
 from veter.loops import loop_factory
 from veter.server import Server
 from veter.supervisor.linux import die_with_parent, rss_bytes
@@ -54,11 +58,23 @@ class WorkerSpec:
     max_lifetime: float  # seconds, 0: no limit
 
 
+class _ReopenRequest:
+    """A USR2 that arrived before the loop's handler was installed (it is honoured then)."""
+
+    pending = False
+
+    @classmethod
+    def note(cls, signum: int, frame: object) -> None:
+        cls.pending = True
+
+
 def _reset_signals() -> None:
     """The master's handlers were inherited by fork; a worker wants the defaults."""
     signal.set_wakeup_fd(-1)
     for sig in (signal.SIGHUP, signal.SIGTTIN, signal.SIGTTOU, signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
+    # USR2's default would kill the worker; until the loop handles it, remember it.
+    signal.signal(signal.SIGUSR2, _ReopenRequest.note)
 
 
 def _send(fd: int, message: bytes) -> None:
@@ -137,6 +153,10 @@ async def _serve(spec: WorkerSpec, sock: socket.socket, fd: int) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, server.request_stop)
+    # The master renamed the log files (rotation, or logrotate's SIGUSR1 to it).
+    loop.add_signal_handler(signal.SIGUSR2, reopen_all)
+    if _ReopenRequest.pending:
+        reopen_all()
     monitor = _Monitor(spec, server, fd)
     monitor.start()
     _send(fd, READY)
@@ -151,6 +171,8 @@ async def _serve(spec: WorkerSpec, sock: socket.socket, fd: int) -> int:
 def run_worker(spec: WorkerSpec, sock: socket.socket, fd: int) -> int:
     """The body of a forked worker; returns its exit status."""
     _reset_signals()
+    # Log files inherited from the master may have been rotated since it opened them.
+    reopen_all()
     die_with_parent(spec.master_pid)
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     os.set_blocking(fd, False)
