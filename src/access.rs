@@ -108,7 +108,10 @@ fn parse_template(template: &str) -> Result<Vec<Segment>, String> {
     if !rest.is_empty() {
         segments.push(Segment::Text(rest.to_owned()));
     }
-    if segments.iter().any(|s| matches!(s, Segment::Text(t) if t.contains('\n'))) {
+    if segments
+        .iter()
+        .any(|s| matches!(s, Segment::Text(t) if t.contains('\n')))
+    {
         return Err("access log format: a line cannot contain a newline".to_owned());
     }
     Ok(segments)
@@ -193,8 +196,22 @@ fn push_escaped(out: &mut Vec<u8>, raw: &[u8]) {
         if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
             out.push(b);
         } else {
-            out.extend_from_slice(&[b'\\', b'x', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]);
+            out.extend_from_slice(&[
+                b'\\',
+                b'x',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 0xf)],
+            ]);
         }
+    }
+}
+
+/// `s`, or `-` for an empty field (so a text line always has every column).
+fn or_dash(s: &[u8]) -> &[u8] {
+    if s.is_empty() {
+        b"-"
+    } else {
+        s
     }
 }
 
@@ -261,15 +278,15 @@ impl AccessLog {
         });
     }
 
-    fn push_field(&self, out: &mut Vec<u8>, field: Field, e: &Entry<'_>, now: SystemTime, json: bool) {
+    fn push_field(
+        &self,
+        out: &mut Vec<u8>,
+        field: Field,
+        e: &Entry<'_>,
+        now: SystemTime,
+        json: bool,
+    ) {
         let mut digits = itoa::Buffer::new();
-        fn or_dash(s: &[u8]) -> &[u8] {
-            if s.is_empty() {
-                b"-"
-            } else {
-                s
-            }
-        }
         match field {
             Field::Time => push_time(out, now),
             Field::Client => out.extend_from_slice(or_dash(e.client.as_bytes())),
@@ -328,7 +345,9 @@ mod tests {
                 Segment::Text(" x".into()),
             ]
         );
-        assert!(parse_template("{nope}").unwrap_err().contains("unknown field {nope}"));
+        assert!(parse_template("{nope}")
+            .unwrap_err()
+            .contains("unknown field {nope}"));
         assert!(parse_template("{time").unwrap_err().contains("unclosed"));
         assert!(parse_template(DEFAULT_TEMPLATE).is_ok());
     }
@@ -343,7 +362,10 @@ mod tests {
     #[test]
     fn time_and_duration_formats() {
         let mut out = Vec::new();
-        push_time(&mut out, UNIX_EPOCH + Duration::from_millis(1_795_357_501_007));
+        push_time(
+            &mut out,
+            UNIX_EPOCH + Duration::from_millis(1_795_357_501_007),
+        );
         assert_eq!(String::from_utf8(out).unwrap(), "2026-11-22T14:25:01.007Z");
         let mut out = Vec::new();
         push_millis(&mut out, Duration::from_micros(12_045));

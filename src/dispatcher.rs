@@ -18,8 +18,8 @@ use crate::access::AccessLog;
 use crate::http1::limits::Limits;
 use crate::logfile::LogFile;
 use crate::overload::Overload;
-use crate::request_id::RequestIds;
 use crate::protocol::Connection;
+use crate::request_id::RequestIds;
 use crate::router::tree::Router;
 use crate::timeouts::{self, Timeouts};
 
@@ -224,31 +224,14 @@ impl Dispatcher {
         if let Some(h) = &server_header {
             crate::response::check_header_value("server", h)?;
         }
-        if let Some(name) = &request_id_header {
-            crate::response::check_header_name(name)?;
-        }
-        let access = access_log
-            .map(|file| AccessLog::new(file, &access_log_format, access_log_skip))
-            .transpose()?;
-        let request_var = py.import("veter.context")?.getattr("request_var")?;
-        let mut tree = Router::new();
-        let mut table = Vec::with_capacity(routes.len());
-        for (index, (methods, pattern, handler, is_async)) in routes.into_iter().enumerate() {
-            let methods: Vec<&str> = methods.iter().map(String::as_str).collect();
-            tree.add(&methods, &pattern, index)
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
-            let param_names = tree
-                .param_names(index)
-                .iter()
-                .map(|n| PyString::intern(py, n).unbind())
-                .collect();
-            table.push(Route {
-                handler,
-                is_async,
-                pattern: PyString::new(py, &pattern).unbind(),
-                param_names,
-            });
-        }
+        let observe = Observe::new(
+            py,
+            request_id_header.as_deref(),
+            access_log,
+            &access_log_format,
+            access_log_skip,
+        )?;
+        let (tree, table) = build_routes(py, routes)?;
         let supports_eager = py.version_info() >= (3, 12);
         let eager = match eager_tasks {
             Some(true) if !supports_eager => {
@@ -296,10 +279,10 @@ impl Dispatcher {
             run_deferred,
             shutting_down: AtomicBool::new(false),
             overload: Overload::new(max_concurrency, queue_timeout),
-            request_ids: request_id_header.as_deref().map(RequestIds::new),
-            access,
-            request_var_set: request_var.getattr("set")?.unbind(),
-            request_var_reset: request_var.getattr("reset")?.unbind(),
+            request_ids: observe.request_ids,
+            access: observe.access,
+            request_var_set: observe.request_var_set,
+            request_var_reset: observe.request_var_reset,
             max_connections,
             capacity_waiting: Mutex::new(VecDeque::new()),
             requests_served: AtomicU64::new(0),
@@ -415,6 +398,64 @@ impl Dispatcher {
             Connection::abort(conn.bind(py))?;
         }
         Ok(conns.len())
+    }
+}
+
+/// The router and the route table, from (methods, pattern, handler, `is_async`).
+fn build_routes(
+    py: Python<'_>,
+    routes: Vec<(Vec<String>, String, Py<PyAny>, bool)>,
+) -> PyResult<(Router, Vec<Route>)> {
+    let mut tree = Router::new();
+    let mut table = Vec::with_capacity(routes.len());
+    for (index, (methods, pattern, handler, is_async)) in routes.into_iter().enumerate() {
+        let methods: Vec<&str> = methods.iter().map(String::as_str).collect();
+        tree.add(&methods, &pattern, index)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let param_names = tree
+            .param_names(index)
+            .iter()
+            .map(|n| PyString::intern(py, n).unbind())
+            .collect();
+        table.push(Route {
+            handler,
+            is_async,
+            pattern: PyString::new(py, &pattern).unbind(),
+            param_names,
+        });
+    }
+    Ok((tree, table))
+}
+
+/// What the dispatcher needs to identify and log requests (built in `new`).
+struct Observe {
+    request_ids: Option<RequestIds>,
+    access: Option<AccessLog>,
+    request_var_set: Py<PyAny>,
+    request_var_reset: Py<PyAny>,
+}
+
+impl Observe {
+    fn new(
+        py: Python<'_>,
+        request_id_header: Option<&str>,
+        access_log: Option<Py<LogFile>>,
+        access_log_format: &str,
+        access_log_skip: Vec<String>,
+    ) -> PyResult<Self> {
+        if let Some(name) = request_id_header {
+            crate::response::check_header_name(name)?;
+        }
+        let access = access_log
+            .map(|file| AccessLog::new(file, access_log_format, access_log_skip))
+            .transpose()?;
+        let request_var = py.import("veter.context")?.getattr("request_var")?;
+        Ok(Observe {
+            request_ids: request_id_header.map(RequestIds::new),
+            access,
+            request_var_set: request_var.getattr("set")?.unbind(),
+            request_var_reset: request_var.getattr("reset")?.unbind(),
+        })
     }
 }
 

@@ -33,6 +33,8 @@ enum Target {
     /// A descriptor owned by someone else (stdout, stderr), written with Python's
     /// `os.write` (once per flush) so this crate needs no `unsafe`; never closed.
     Borrowed { fd: i32, os_write: Py<PyAny> },
+    /// After `close()`: lines are counted as dropped.
+    Closed,
 }
 
 impl Target {
@@ -43,11 +45,17 @@ impl Target {
                 let mut rest = data;
                 while !rest.is_empty() {
                     let chunk = pyo3::types::PyBytes::new(py, rest);
-                    match os_write.call1(py, (*fd, chunk)).and_then(|n| n.extract::<usize>(py)) {
+                    match os_write
+                        .call1(py, (*fd, chunk))
+                        .and_then(|n| n.extract::<usize>(py))
+                    {
                         Ok(0) => return Err(ErrorKind::WriteZero.into()),
                         Ok(n) => rest = &rest[n.min(rest.len())..],
-                        Err(err) if err.is_instance_of::<pyo3::exceptions::PyInterruptedError>(py) => {}
-                        Err(err) if err.is_instance_of::<pyo3::exceptions::PyBlockingIOError>(py) => {
+                        Err(err)
+                            if err.is_instance_of::<pyo3::exceptions::PyInterruptedError>(py) => {}
+                        Err(err)
+                            if err.is_instance_of::<pyo3::exceptions::PyBlockingIOError>(py) =>
+                        {
                             std::thread::yield_now();
                         }
                         Err(err) => return Err(std::io::Error::other(err.to_string())),
@@ -55,6 +63,7 @@ impl Target {
                 }
                 Ok(())
             }),
+            Target::Closed => Err(std::io::Error::other("log file is closed")),
         }
     }
 }
@@ -89,8 +98,7 @@ fn open_append(path: &str) -> PyResult<File> {
 fn max_write_for(file: &File, buffer_bytes: usize) -> usize {
     let is_pipe = file
         .metadata()
-        .map(|m| m.file_type().is_fifo() || m.file_type().is_socket())
-        .unwrap_or(false);
+        .is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_socket());
     if is_pipe {
         PIPE_BUF
     } else {
@@ -209,11 +217,18 @@ impl LogFile {
                 return Err(PyValueError::new_err("file descriptor must be >= 0"));
             }
             let os = py.import("os")?;
-            let mode: u32 = os.call_method1("fstat", (fd,))?.getattr("st_mode")?.extract()?;
+            let mode: u32 = os
+                .call_method1("fstat", (fd,))?
+                .getattr("st_mode")?
+                .extract()?;
             let stat = py.import("stat")?;
             let is_pipe = stat.call_method1("S_ISFIFO", (mode,))?.is_truthy()?
                 || stat.call_method1("S_ISSOCK", (mode,))?.is_truthy()?;
-            let max_write = if is_pipe { PIPE_BUF } else { buffer_bytes.max(PIPE_BUF) };
+            let max_write = if is_pipe {
+                PIPE_BUF
+            } else {
+                buffer_bytes.max(PIPE_BUF)
+            };
             let os_write = os.getattr("write")?.unbind();
             (Target::Borrowed { fd, os_write }, max_write)
         } else {
@@ -280,12 +295,21 @@ impl LogFile {
         Ok(())
     }
 
+    /// Writes what is buffered and closes the file (a descriptor given by the
+    /// caller is left open). Lines written afterwards are dropped.
+    fn close(&self) {
+        let mut inner = self.locked();
+        let lost = inner.flush();
+        self.dropped.fetch_add(lost, Ordering::Relaxed);
+        inner.target = Target::Closed;
+    }
+
     /// The path, or None for a descriptor given by the caller.
     #[getter]
     fn path(&self) -> Option<String> {
         match &self.locked().target {
             Target::Owned { path, .. } => Some(path.clone()),
-            Target::Borrowed { .. } => None,
+            Target::Borrowed { .. } | Target::Closed => None,
         }
     }
 
@@ -294,6 +318,7 @@ impl LogFile {
         match &self.locked().target {
             Target::Owned { file, .. } => file.as_raw_fd(),
             Target::Borrowed { fd, .. } => *fd,
+            Target::Closed => -1,
         }
     }
 

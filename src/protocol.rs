@@ -27,12 +27,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use smallvec::SmallVec;
 
+use crate::access::Entry;
 use crate::dispatcher::Dispatcher;
 use crate::http1::body::ChunkedDecoder;
 use crate::http1::encode::{self, Framing};
 use crate::http1::error::ParseError;
 use crate::http1::parse::{self, BodyKind, Head, Version};
-use crate::access::Entry;
 use crate::request::{self, Body, Exchange, Request};
 use crate::response::{Response, TEXT_PLAIN};
 use crate::router::params::ParamValue;
@@ -208,7 +208,9 @@ impl Connection {
                 version: parts.version_text(),
                 status: sent.status,
                 bytes: sent.body_bytes,
-                duration: exchange.started.map_or_else(Default::default, |s| s.elapsed()),
+                duration: exchange
+                    .started
+                    .map_or_else(Default::default, |s| s.elapsed()),
                 request_id: exchange.id(),
             },
         );
@@ -774,7 +776,15 @@ impl Connection {
         let common = self.common().with_request_id(&req.exchange.id_line);
         let sent = match encode_result(py, common, result, framing, &mut bytes) {
             Ok(sent) => sent,
-            Err(err) => encode_error(py, self.disp.get(), common, request, err, framing, &mut bytes),
+            Err(err) => encode_error(
+                py,
+                self.disp.get(),
+                common,
+                request,
+                err,
+                framing,
+                &mut bytes,
+            ),
         };
         self.log_response(py, &req.parts, &req.exchange, sent);
         if self.queue.is_empty() {
@@ -788,7 +798,15 @@ impl Connection {
         let mut bytes = Vec::new();
         let req = request.get();
         let common = self.common().with_request_id(&req.exchange.id_line);
-        let sent = encode_error(py, self.disp.get(), common, request, err, framing, &mut bytes);
+        let sent = encode_error(
+            py,
+            self.disp.get(),
+            common,
+            request,
+            err,
+            framing,
+            &mut bytes,
+        );
         self.log_response(py, &req.parts, &req.exchange, sent);
         self.emit_bytes(bytes);
     }

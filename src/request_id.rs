@@ -125,7 +125,7 @@ mod tests {
             assert_eq!(id.len(), 32, "{bad:?} -> {id}");
             assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
         }
-        assert!(is_valid(&vec![b'a'; MAX_LEN]));
+        assert!(is_valid(&[b'a'; MAX_LEN]));
     }
 
     #[test]

@@ -194,7 +194,9 @@ def main() -> None:
     default=None,
     help="Access log format: text, json, or a template of {fields} [default: text].",
 )
-@click.option("--access-log-health", is_flag=True, default=None, help="Also log health probes (/healthz, /readyz).")
+@click.option(
+    "--access-log-health", is_flag=True, default=None, help="Also log health probes (/healthz, /readyz)."
+)
 @click.option(
     "--log-buffer-bytes",
     type=int,
@@ -203,7 +205,10 @@ def main() -> None:
 )
 @click.option("--log-file", default=None, help="Application log file [default: stderr].")
 @click.option(
-    "--log-format", type=click.Choice(["text", "json"]), default=None, help="Application log format [default: text]."
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default=None,
+    help="Application log format [default: text].",
 )
 @click.option(
     "--log-level",
@@ -268,7 +273,12 @@ def main() -> None:
     "--reuse-port", is_flag=True, help="Each worker binds its own SO_REUSEPORT socket instead of sharing one."
 )
 def run(
-    app_ref: str, no_server_header: bool, no_request_id: bool, single_process: bool, reload: bool, **options: Any
+    app_ref: str,
+    no_server_header: bool,
+    no_request_id: bool,
+    single_process: bool,
+    reload: bool,
+    **options: Any,
 ) -> None:
     """Serve MODULE:APP until SIGINT or SIGTERM.
 

@@ -129,7 +129,9 @@ class ServerConfig:
         if self.log_format not in ("text", "json"):
             raise ValueError(f"log_format must be text or json, got {self.log_format!r}")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-            raise ValueError(f"log_level must be debug, info, warning, error or critical, got {self.log_level!r}")
+            raise ValueError(
+                f"log_level must be debug, info, warning, error or critical, got {self.log_level!r}"
+            )
         if self.access_log_format not in ("text", "json") and "{" not in self.access_log_format:
             raise ValueError(
                 f"access_log_format must be text, json or a template of {{fields}}, got {self.access_log_format!r}"

@@ -161,7 +161,8 @@ class Server:
         finally:
             shutdown_thread_pool()
             if self.access_log is not None:
-                self.access_log.set_scheduler(None)  # writes what is buffered
+                self.access_log.set_scheduler(None)
+                self.access_log.close()  # writes what is buffered
 
     async def _within(self, awaitable: Awaitable[None], deadline: float) -> None:
         """Await ``awaitable`` until ``deadline``; past it, close every connection."""

@@ -203,9 +203,8 @@ pub fn encode_response(
     if !(custom && has_header(parts.headers, "date")) {
         out.extend_from_slice(common.date_line);
     }
-    if !common.request_id_line.is_empty()
-        && !(custom && has_header(parts.headers, common.request_id_name))
-    {
+    let handler_set_id = custom && has_header(parts.headers, common.request_id_name);
+    if !(common.request_id_line.is_empty() || handler_set_id) {
         out.extend_from_slice(common.request_id_line);
     }
     if let Some(ct) = parts.content_type {
@@ -372,11 +371,22 @@ mod tests {
         let common = VETER.with_request_id(b"X-Request-ID: r1\r\n");
         let mut out = Vec::new();
         let sent = encode_response(&mut out, &parts(200, &[], b"hi"), KEEP, common);
-        assert_eq!(sent, Sent { status: 200, body_bytes: 2 });
-        assert!(String::from_utf8(out).unwrap().contains("X-Request-ID: r1\r\n"));
+        assert_eq!(
+            sent,
+            Sent {
+                status: 200,
+                body_bytes: 2
+            }
+        );
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .contains("X-Request-ID: r1\r\n"));
         let own = [("x-request-id".to_owned(), "mine".to_owned())];
         let text = encode(&parts(200, &own, b""), KEEP, common);
-        assert!(!text.contains("r1") && text.contains("x-request-id: mine\r\n"), "{text}");
+        assert!(
+            !text.contains("r1") && text.contains("x-request-id: mine\r\n"),
+            "{text}"
+        );
         let head = Framing { head: true, ..KEEP };
         let sent = encode_response(&mut Vec::new(), &parts(200, &[], b"hi"), head, common);
         assert_eq!(sent.body_bytes, 0);

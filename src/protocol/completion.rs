@@ -56,7 +56,15 @@ impl Completion {
                 .and_then(|result| encode_result(py, common, &result, framing, &mut bytes));
             let sent = match encoded {
                 Ok(sent) => sent,
-                Err(err) => encode_error(py, disp.get(), common, &self.request, err, framing, &mut bytes),
+                Err(err) => encode_error(
+                    py,
+                    disp.get(),
+                    common,
+                    &self.request,
+                    err,
+                    framing,
+                    &mut bytes,
+                ),
             };
             this.log_response(py, &req.parts, &req.exchange, sent);
             if let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) {

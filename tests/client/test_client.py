@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ from veter.client import (
     Retries,
     Timeouts,
 )
-from veter.context import request_id_var
+from veter.context import request_var
 from veter.testing import AsyncTestClient
 
 pytestmark = pytest.mark.timeout(60)
@@ -129,13 +130,14 @@ async def test_per_host_connection_limit(upstream: Upstream) -> None:
 async def test_request_id_is_sent_on(upstream: Upstream) -> None:
     async with HttpClient(base_url=upstream.url) as client:
         assert (await client.get_json("/echo"))["request_id"] is None
-        token = request_id_var.set("req-42")
+        # Stands in for the request a handler runs for (only its id is read).
+        token = request_var.set(SimpleNamespace(id="req-42"))  # type: ignore[arg-type]
         try:
             assert (await client.get_json("/echo"))["request_id"] == "req-42"
             explicit = await client.get_json("/echo", headers={"x-request-id": "mine"})
             assert explicit["request_id"] == "mine"
         finally:
-            request_id_var.reset(token)
+            request_var.reset(token)
 
 
 async def test_json_helpers_and_status_errors(upstream: Upstream) -> None:
@@ -218,14 +220,15 @@ async def test_app_answers_504_and_502_for_failed_upstream_calls(upstream: Upstr
 
         @app.get("/fine")
         async def fine(request: veter.Request) -> Any:
-            request_id_var.set("from-handler")
             return await http.get_json(f"{upstream.url}/echo")
 
         async with AsyncTestClient(app) as client:
             assert (await client.get("/slow")).status == 504
             assert (await client.get("/gone")).status == 502
-            answer = await client.get("/fine")
-            assert answer.status == 200 and answer.json()["request_id"] == "from-handler"
+            # The id the request came with is passed on to the upstream service.
+            answer = await client.get("/fine", headers={"X-Request-ID": "from-caller"})
+            assert answer.status == 200 and answer.json()["request_id"] == "from-caller"
+            assert answer.headers["x-request-id"] == "from-caller"
     assert repr(http) == "<HttpClient 'http' closed>"
 
 

@@ -105,6 +105,8 @@ def serve() -> Iterator[Callable[..., RunningServer]]:
 
     def start(app: veter.App, **settings: Any) -> RunningServer:
         fds = open_fds()
+        # No access log on pytest's stdout unless a test asks for one.
+        settings.setdefault("access_log", None)
         config = app.config.with_(host="127.0.0.1", port=0, **settings)
         running = RunningServer(app, config).start()
         started.append((running, fds))

@@ -11,4 +11,12 @@ from veter.logs.files import open_log, reopen_all
 from veter.logs.formats import JsonFormatter, RequestIdFilter, TextFormatter, configure
 from veter.logs.rotation import Rotator
 
-__all__ = ["JsonFormatter", "RequestIdFilter", "Rotator", "TextFormatter", "configure", "open_log", "reopen_all"]
+__all__ = [
+    "JsonFormatter",
+    "RequestIdFilter",
+    "Rotator",
+    "TextFormatter",
+    "configure",
+    "open_log",
+    "reopen_all",
+]

@@ -22,7 +22,9 @@ log = logging.getLogger("veter.logs")
 class Rotator:
     """Watches ``paths``; ``check()`` rotates those due and says whether any was."""
 
-    def __init__(self, paths: Iterable[str], *, max_bytes: int = 0, interval: float = 0.0, backups: int = 7) -> None:
+    def __init__(
+        self, paths: Iterable[str], *, max_bytes: int = 0, interval: float = 0.0, backups: int = 7
+    ) -> None:
         if max_bytes < 0 or interval < 0:
             raise ValueError("max_bytes and interval must be >= 0")
         if backups < 1:
@@ -59,20 +61,20 @@ class Rotator:
         now = time.monotonic()
         for path in self.paths:
             if self.due(path, now):
-                self.rotate(path)
+                rotated = self.rotate(path) or rotated
                 self._since[path] = now
-                rotated = True
         return rotated
 
-    def rotate(self, path: str) -> None:
+    def rotate(self, path: str) -> bool:
         """``path`` -> ``path.1``, ``path.1`` -> ``path.2``, ...; the oldest beyond
-        ``backups`` is deleted. The caller reopens files afterwards. A missing or
-        empty file is left alone (nothing to keep; workers may not have reopened yet)."""
+        ``backups`` is deleted; returns whether it rotated. The caller reopens files
+        afterwards. A missing or empty file is left alone (nothing to keep; the
+        writers may not have reopened since the last rotation)."""
         try:
             if os.stat(path).st_size == 0:
-                return
+                return False
         except FileNotFoundError:
-            return
+            return False
         with contextlib.suppress(FileNotFoundError):
             os.unlink(f"{path}.{self.backups}")
         for n in range(self.backups - 1, 0, -1):
@@ -81,6 +83,7 @@ class Rotator:
         try:
             os.rename(path, f"{path}.1")
         except FileNotFoundError:
-            return
+            return False
         self.rotations += 1
         log.debug("rotated %s", path)
+        return True
