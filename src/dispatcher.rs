@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::access::AccessLog;
 use crate::http1::limits::Limits;
 use crate::logfile::LogFile;
+use crate::metrics::Metrics;
 use crate::overload::Overload;
 use crate::protocol::Connection;
 use crate::request_id::RequestIds;
@@ -55,6 +56,8 @@ pub struct Dispatcher {
     pub request_ids: Option<RequestIds>,
     /// The access log (None: off).
     pub access: Option<AccessLog>,
+    /// Request figures for the metrics endpoint (None: off).
+    pub metrics: Option<Metrics>,
     /// `set` and `reset` of `veter.context.request_var`, the request while its
     /// handler runs.
     pub request_var_set: Py<PyAny>,
@@ -168,7 +171,8 @@ impl Dispatcher {
         max_header_count = 100, max_header_bytes = 16384, max_body_bytes = 10 * 1024 * 1024,
         max_chunk_ext_bytes = 1024, max_trailer_bytes = 16384, max_chunk_count = 16384,
         max_pipelined = 64, eager_tasks = None, request_id_header = Some("X-Request-ID".to_owned()),
-        access_log = None, access_log_format = "text".to_owned(), access_log_skip = Vec::new()
+        access_log = None, access_log_format = "text".to_owned(), access_log_skip = Vec::new(),
+        metrics = false
     ))]
     #[allow(clippy::too_many_arguments)] // mirrors the documented keyword-only settings
     fn new(
@@ -198,6 +202,7 @@ impl Dispatcher {
         access_log: Option<Py<LogFile>>,
         access_log_format: String,
         access_log_skip: Vec<String>,
+        metrics: bool,
     ) -> PyResult<Self> {
         let required = |name: &str, value: f64| {
             timeouts::seconds(name, value, false)
@@ -232,6 +237,7 @@ impl Dispatcher {
             access_log_skip,
         )?;
         let (tree, table) = build_routes(py, routes)?;
+        let route_count = table.len();
         let supports_eager = py.version_info() >= (3, 12);
         let eager = match eager_tasks {
             Some(true) if !supports_eager => {
@@ -281,6 +287,7 @@ impl Dispatcher {
             overload: Overload::new(max_concurrency, queue_timeout),
             request_ids: observe.request_ids,
             access: observe.access,
+            metrics: metrics.then(|| Metrics::new(route_count)),
             request_var_set: observe.request_var_set,
             request_var_reset: observe.request_var_reset,
             max_connections,
@@ -340,6 +347,31 @@ impl Dispatcher {
     fn _deferred_cost(&self, seconds: f64) {
         self.overload
             .note_work(Duration::from_secs_f64(seconds.max(0.0)));
+    }
+
+    /// Responses by route and status and latency buckets by route (see
+    /// `metrics.rs`), or None when metrics are off. Routes are given by pattern
+    /// (None: no route matched).
+    fn metrics_snapshot<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Some(metrics) = &self.metrics else {
+            return Ok(None);
+        };
+        let raw = metrics.snapshot(py)?;
+        let out = PyList::empty(py);
+        for item in raw.iter() {
+            let (route, statuses, buckets, sum, count): (
+                Option<usize>,
+                Bound<'_, PyAny>,
+                Bound<'_, PyAny>,
+                f64,
+                u64,
+            ) = item.extract()?;
+            let pattern = route
+                .and_then(|r| self.routes.get(r))
+                .map(|r| r.pattern.clone_ref(py));
+            out.append((pattern, statuses, buckets, sum, count))?;
+        }
+        Ok(Some(out))
     }
 
     /// The access log's file, or None when the access log is off.

@@ -7,6 +7,7 @@ pub mod access;
 pub mod dispatcher;
 pub mod http1;
 pub mod logfile;
+pub mod metrics;
 pub mod overload;
 pub mod protocol;
 pub mod pyrefs;

@@ -181,18 +181,29 @@ impl Connection {
             id_line,
             id_start,
             started: Some(self.last_activity),
+            route: None,
         }
     }
 
-    /// Writes the access log line for a response (when the access log is on).
-    fn log_response(
+    /// Counts a response for the metrics and writes its access log line (each when on).
+    fn record_response(
         &self,
         py: Python<'_>,
         parts: &request::Parts,
         exchange: &Exchange,
         sent: encode::Sent,
     ) {
-        let Some(access) = &self.disp.get().access else {
+        let disp = self.disp.get();
+        if disp.metrics.is_none() && disp.access.is_none() {
+            return;
+        }
+        let took = exchange
+            .started
+            .map_or_else(Default::default, |s| s.elapsed());
+        if let Some(metrics) = &disp.metrics {
+            metrics.observe(exchange.route, sent.status, took);
+        }
+        let Some(access) = &disp.access else {
             return;
         };
         let head = &parts.buf.bind(py).as_bytes()[parts.base..];
@@ -208,9 +219,7 @@ impl Connection {
                 version: parts.version_text(),
                 status: sent.status,
                 bytes: sent.body_bytes,
-                duration: exchange
-                    .started
-                    .map_or_else(Default::default, |s| s.elapsed()),
+                duration: took,
                 request_id: exchange.id(),
             },
         );
@@ -536,6 +545,9 @@ impl Connection {
     fn fail_with(&mut self, status: u16, reason: &str) {
         let mut bytes = Vec::new();
         let sent = encode::encode_error(&mut bytes, status, reason, self.common());
+        if let Some(metrics) = &self.disp.get().metrics {
+            metrics.observe(None, sent.status, std::time::Duration::ZERO);
+        }
         if let Some(access) = &self.disp.get().access {
             Python::attach(|py| {
                 access.record(
@@ -594,7 +606,7 @@ impl Connection {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.served += 1;
         self.note_framing(framing);
-        let exchange = self.exchange_for(py, &parts);
+        let mut exchange = self.exchange_for(py, &parts);
         if disp.overload.queue_timeout.is_some() {
             let since = self.waiting_since.unwrap_or(self.batch_start);
             if disp
@@ -629,6 +641,7 @@ impl Connection {
                 return Ok(());
             }
         };
+        exchange.route = Some(route_index);
         let route = &disp.routes[route_index];
         let kwargs = if params.is_empty() {
             None
@@ -786,7 +799,7 @@ impl Connection {
                 &mut bytes,
             ),
         };
-        self.log_response(py, &req.parts, &req.exchange, sent);
+        self.record_response(py, &req.parts, &req.exchange, sent);
         if self.queue.is_empty() {
             self.out = bytes;
         } else {
@@ -807,7 +820,7 @@ impl Connection {
             framing,
             &mut bytes,
         );
-        self.log_response(py, &req.parts, &req.exchange, sent);
+        self.record_response(py, &req.parts, &req.exchange, sent);
         self.emit_bytes(bytes);
     }
 
@@ -835,7 +848,7 @@ impl Connection {
             self.emit_bytes(bytes);
             sent
         };
-        self.log_response(py, parts, exchange, sent);
+        self.record_response(py, parts, exchange, sent);
     }
 
     /// Moves every ready response at the front of the queue into `out` and says

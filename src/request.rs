@@ -25,6 +25,8 @@ pub struct Exchange {
     pub id_start: usize,
     /// When the request was routed (None when nothing measures it).
     pub started: Option<Instant>,
+    /// The router's index of the route that matched (None: no route).
+    pub route: Option<usize>,
 }
 
 impl Exchange {
@@ -32,6 +34,7 @@ impl Exchange {
         id_line: Vec::new(),
         id_start: 0,
         started: None,
+        route: None,
     };
 
     /// The request id, or "" when ids are off.

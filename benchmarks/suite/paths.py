@@ -22,3 +22,9 @@ VETER_PYTHON = Path(os.environ.get("VETER_PYTHON", str(REPO / ".venv" / "bin" / 
 
 SERVER_CPU = os.environ.get("BENCH_SERVER_CPU", "0")
 LOADGEN_CPU = os.environ.get("BENCH_LOADGEN_CPU", "1")
+
+
+def veter_run(module: str) -> list[str]:
+    """`python -m veter run MODULE` with the access log off: no peer logs requests in
+    these scenarios (the accesslog scenario measures what logging costs)."""
+    return [str(VETER_PYTHON), "-m", "veter", "run", module, "--access-log", "off"]

@@ -119,7 +119,7 @@ def _script(python: str, script: str, *extra: str) -> Argv:
 
 
 def _veter(port: int, workers: int) -> list[str]:
-    argv = [str(paths.VETER_PYTHON), "-m", "veter", "run", "benchmarks.apps.veter_app:app"]
+    argv = [*paths.veter_run("benchmarks.apps.veter_app:app")]
     return [*argv, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
 
 

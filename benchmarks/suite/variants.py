@@ -12,7 +12,7 @@ AppArgv = Callable[[str, int, int], list[str]]
 
 
 def veter(module: str, port: int, workers: int) -> list[str]:
-    argv = [str(paths.VETER_PYTHON), "-m", "veter", "run", module, "--host", "127.0.0.1", "--port", str(port)]
+    argv = [*paths.veter_run(module), "--host", "127.0.0.1", "--port", str(port)]
     return [*argv, "--workers", str(workers)]
 
 

@@ -18,8 +18,9 @@ __all__ = ["App"]
 
 log = logging.getLogger("veter.error")
 
-#: Route names of the health probes, left out of the access log unless asked for.
-HEALTH_ROUTES = ("veter.healthz", "veter.readyz")
+#: Route names of the health probes and the metrics scrape, left out of the access
+#: log unless asked for.
+PROBE_ROUTES = ("veter.healthz", "veter.readyz", "veter.metrics")
 
 H = TypeVar("H", bound=Handler)
 Hook = Callable[[], Any]
@@ -181,13 +182,14 @@ class App:
         for route in self._routes:
             target, is_async = compose(route, self._middleware, self.handle_error)
             table.append((list(route.methods), route.path, target, is_async))
-        skip = [] if config.access_log_health else [r.path for r in self._routes if r.name in HEALTH_ROUTES]
+        skip = [] if config.access_log_health else [r.path for r in self._routes if r.name in PROBE_ROUTES]
         return _core.Dispatcher(
             table,
             self,
             self.handle_error,
             access_log=access_log,
             access_log_skip=skip,
+            metrics=config.metrics_path is not None,
             **config.dispatcher_kwargs(),
         )
 

@@ -178,6 +178,11 @@ def main() -> None:
     help=f"Thread pool for blocking handlers [default: {_DEFAULTS.max_threads}].",
 )
 @click.option(
+    "--metrics-path",
+    default=None,
+    help="Serve Prometheus metrics at this path, e.g. /metrics [default: off].",
+)
+@click.option(
     "--request-id-header",
     default=None,
     help=f"Header carrying the request id, in and out [default: {_DEFAULTS.request_id_header}].",
@@ -202,6 +207,12 @@ def main() -> None:
     type=int,
     default=None,
     help=f"Access log bytes buffered per worker before a write [default: {_DEFAULTS.log_buffer_bytes}].",
+)
+@click.option(
+    "--log-flush-interval",
+    type=float,
+    default=None,
+    help=f"Seconds an access log line may wait in the buffer (0: end of its loop iteration) [default: {_DEFAULTS.log_flush_interval}].",
 )
 @click.option("--log-file", default=None, help="Application log file [default: stderr].")
 @click.option(

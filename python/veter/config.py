@@ -61,6 +61,8 @@ class ServerConfig:
     max_pipelined: int = 64
     #: Threads for blocking=True routes and run_in_thread.
     max_threads: int = 40
+    #: Serve Prometheus metrics at this path (e.g. "/metrics"); None: off.
+    metrics_path: str | None = None
     #: Header carrying the request id, in and out; None turns request ids off.
     request_id_header: str | None = "X-Request-ID"
     #: Access log destination: "-" for stdout, a file path, or None for off.
@@ -69,8 +71,10 @@ class ServerConfig:
     access_log_format: str = "text"
     #: Whether health probes (/healthz, /readyz) appear in the access log.
     access_log_health: bool = False
-    #: Bytes of access log lines a worker buffers before writing (also written every loop iteration).
+    #: Bytes of access log lines a worker buffers before writing them at once.
     log_buffer_bytes: int = 65536
+    #: Seconds a buffered access log line may wait before it is written (0: at the end of its loop iteration).
+    log_flush_interval: float = 0.05
     #: Application log destination: None for stderr, or a file path.
     log_file: str | None = None
     #: Application log format.
@@ -86,7 +90,7 @@ class ServerConfig:
 
     def __post_init__(self) -> None:
         # "off" turns these off from a flag, the environment or a TOML file alike.
-        for name in ("access_log", "request_id_header"):
+        for name in ("access_log", "request_id_header", "metrics_path"):
             if isinstance(getattr(self, name), str) and getattr(self, name).strip().lower() == "off":
                 object.__setattr__(self, name, None)
         positive = (
@@ -136,12 +140,16 @@ class ServerConfig:
             raise ValueError(
                 f"access_log_format must be text, json or a template of {{fields}}, got {self.access_log_format!r}"
             )
+        if not 0 <= self.log_flush_interval <= 60:
+            raise ValueError("log_flush_interval must be 0-60 seconds (0: at the end of each loop iteration)")
         if self.log_max_bytes < 0:
             raise ValueError("log_max_bytes must be >= 0 (0: no size rotation)")
         if not self.log_rotate_interval >= 0:
             raise ValueError("log_rotate_interval must be a number of seconds >= 0 (0: no time rotation)")
         if self.log_backups < 1:
             raise ValueError("log_backups must be at least 1")
+        if self.metrics_path is not None and not self.metrics_path.startswith("/"):
+            raise ValueError(f"metrics_path must start with '/', got {self.metrics_path!r}")
         if self.access_log == "":
             raise ValueError("access_log must be '-' (stdout), a path, or None (off)")
         if self.loop not in ("auto", "uvloop", "asyncio"):

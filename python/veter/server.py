@@ -18,7 +18,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from veter import _core
+from veter import _core, metrics
 from veter.app import App
 from veter.concurrency import configure_thread_pool, shutdown_thread_pool
 from veter.config import ServerConfig
@@ -34,6 +34,8 @@ log = logging.getLogger("veter.server")
 
 #: How often connection timeouts are checked (their resolution).
 TICK_SECONDS = 0.25
+#: How often a worker writes its metrics snapshot for the others (in ticks).
+METRICS_EVERY_TICKS = 4
 #: How often a single-process server checks whether its log files are due for rotation.
 ROTATION_CHECK_SECONDS = 0.5
 
@@ -54,6 +56,8 @@ class Server:
         self.lag_monitor: LagMonitor | None = None
         #: The access log (None when off).
         self.access_log: _core.LogFile | None = None
+        self._ticks = 0
+        self._metrics_dir = metrics.snapshot_dir() if config.metrics_path else None
 
     @property
     def sockets(self) -> list[socket.socket]:
@@ -70,8 +74,19 @@ class Server:
         loop = asyncio.get_running_loop()
         if self.config.access_log is not None:
             self.access_log = open_log(self.config.access_log, buffer_bytes=self.config.log_buffer_bytes)
-            # Lines of one loop iteration are written together, at its end.
-            self.access_log.set_scheduler(functools.partial(loop.call_soon, self.access_log.flush))
+            # Lines wait in the buffer until log_flush_interval has passed since the
+            # first of them (0: the end of the loop iteration that made them), or
+            # until the buffer is full: then they are written together, in one write.
+            flush = self.access_log.flush
+            interval = self.config.log_flush_interval
+            schedule = (
+                functools.partial(loop.call_later, interval, flush)
+                if interval
+                else functools.partial(loop.call_soon, flush)
+            )
+            self.access_log.set_scheduler(schedule)
+        if self.config.metrics_path and not any(r.name == "veter.metrics" for r in self.app.routes):
+            metrics.mount(self.app, self.config.metrics_path, self)
         self.dispatcher = self.app.build_dispatcher(self.config, access_log=self.access_log)
         loop.set_exception_handler(self._on_loop_error)
         if self.config.max_concurrency > 0:
@@ -107,6 +122,12 @@ class Server:
                 self.dispatcher.tick()
             except Exception:
                 log.exception("connection reaper failed")
+        self._ticks += 1
+        if self._metrics_dir is not None and self._ticks % METRICS_EVERY_TICKS == 0:
+            try:
+                metrics.write_worker(self._metrics_dir, self)
+            except Exception:
+                log.exception("writing the metrics snapshot failed")
         self._schedule_tick()
 
     def _on_loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -66,7 +66,7 @@ impl Completion {
                     &mut bytes,
                 ),
             };
-            this.log_response(py, &req.parts, &req.exchange, sent);
+            this.record_response(py, &req.parts, &req.exchange, sent);
             if let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) {
                 slot.bytes = Some(bytes);
             }

@@ -127,7 +127,7 @@ impl Connection {
         }
         for (request, sent) in answered {
             let req = request.get();
-            self.log_response(py, &req.parts, &req.exchange, sent);
+            self.record_response(py, &req.parts, &req.exchange, sent);
         }
     }
 }

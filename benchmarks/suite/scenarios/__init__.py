@@ -3,7 +3,20 @@ plan(settings), table(result) and chart(result, path)."""
 
 from types import ModuleType
 
-from . import blocking, db, engine, fanout, hard, hello, matrix, overload, redis_log, scaling, sleep50
+from . import accesslog, blocking, db, engine, fanout, hard, hello, matrix, overload, redis_log, scaling, sleep50
 
-ORDER: list[ModuleType] = [engine, hello, sleep50, hard, matrix, db, redis_log, blocking, fanout, scaling, overload]
+ORDER: list[ModuleType] = [
+    engine,
+    hello,
+    sleep50,
+    hard,
+    matrix,
+    db,
+    redis_log,
+    blocking,
+    fanout,
+    scaling,
+    overload,
+    accesslog,
+]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in ORDER}

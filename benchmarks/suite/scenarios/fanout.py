@@ -53,7 +53,7 @@ def services() -> Iterator[dict[str, str]]:
         if done.returncode != 0:
             raise ServiceError(f"fanout schema: {done.stderr.strip()[-400:]}")
         port = procs.free_port()
-        argv = [str(paths.VETER_PYTHON), "-m", "veter", "run", "examples.fanout.backend:app"]
+        argv = [*paths.veter_run("examples.fanout.backend:app")]
         argv += ["--host", "127.0.0.1", "--port", str(port)]
         log = paths.WORK / "logs" / NAME / "backend.log"
         try:

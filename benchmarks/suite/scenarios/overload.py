@@ -36,7 +36,7 @@ QUEUE_TIMEOUT = "0.005"
 
 def _veter(extra: list[str]) -> Argv:
     def argv(port: int, workers: int) -> list[str]:
-        base = [str(paths.VETER_PYTHON), "-m", "veter", "run", "benchmarks.apps.veter_app:app"]
+        base = [*paths.veter_run("benchmarks.apps.veter_app:app")]
         return [*base, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), *extra]
 
     return argv

@@ -37,7 +37,7 @@ CELLS = [
 
 def _veter(workers: int) -> Argv:
     def argv(port: int, _workers: int) -> list[str]:
-        base = [str(paths.VETER_PYTHON), "-m", "veter", "run", "benchmarks.apps.veter_app:app"]
+        base = [*paths.veter_run("benchmarks.apps.veter_app:app")]
         return [*base, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
 
     return argv

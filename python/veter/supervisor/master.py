@@ -22,13 +22,17 @@ import errno
 import logging
 import os
 import select
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from veter import metrics
 from veter.config import ServerConfig
 from veter.logs import reopen_all
 from veter.supervisor.sockets import bind
@@ -115,10 +119,22 @@ class Master:
 
         self.rotator = rotator_for(server)
         self._next_rotation_check = 0.0
+        self._published: tuple[int, int] | None = None
+        self.metrics_dir = Path()
 
     # -- lifecycle ---------------------------------------------------------------
 
     def run(self) -> int:
+        # Workers add up each other's metrics through this directory (veter.metrics).
+        self.metrics_dir = Path(tempfile.mkdtemp(prefix="veter-metrics-"))
+        os.environ[metrics.ENV_DIR] = str(self.metrics_dir)
+        try:
+            return self._run()
+        finally:
+            shutil.rmtree(self.metrics_dir, ignore_errors=True)
+            os.environ.pop(metrics.ENV_DIR, None)
+
+    def _run(self) -> int:
         if not self.config.reuse_port:
             self.sock = bind(self.server.host, self.server.port, self.server.backlog)
             host, port = self.sock.getsockname()[:2]
@@ -180,6 +196,7 @@ class Master:
         self._check_health()
         self._maintain()
         self._check_rotation()
+        self._publish_metrics()
 
     def _check_rotation(self) -> None:
         now = time.monotonic()
@@ -283,6 +300,7 @@ class Master:
             if worker is None:
                 continue
             os.close(worker.fd)
+            self._retire_metrics(pid)
             code = os.waitstatus_to_exitcode(status)
             if worker.stopping or self.stopping:
                 log.info("worker %d exited (%d)", pid, code)
@@ -297,6 +315,23 @@ class Master:
                 )
             else:
                 log.error("worker %d died (%d); replacing it", pid, code)
+
+    def _retire_metrics(self, pid: int) -> None:
+        try:
+            metrics.fold_retired(self.metrics_dir, pid)
+        except OSError:
+            log.exception("master: could not update the metrics directory")
+
+    def _publish_metrics(self) -> None:
+        """The master's own figures, rewritten when they change."""
+        figures = (self.restarts, len(self.workers))
+        if figures == self._published:
+            return
+        try:
+            metrics.write_master(self.metrics_dir, *figures)
+            self._published = figures
+        except OSError:
+            log.exception("master: could not update the metrics directory")
 
     def _check_health(self) -> None:
         now = time.monotonic()
