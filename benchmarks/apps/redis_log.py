@@ -24,7 +24,12 @@ _pool = aioredis.BlockingConnectionPool.from_url(os.environ["REDIS_URL"], max_co
 _client = aioredis.Redis(connection_pool=_pool)
 
 
-async def set_and_log(path: str) -> None:
+async def set_key() -> int:
     key = random.randint(1, 10_000)
     await _client.set(f"k{key}", "v")
+    return key
+
+
+async def set_and_log(path: str) -> None:
+    key = await set_key()
     _log.info("GET %s 200 key=%d", path, key)
