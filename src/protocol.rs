@@ -42,12 +42,14 @@ mod completion;
 mod current;
 mod deferred;
 mod respond;
+mod stream;
 mod timers;
 
-use respond::{encode_error, encode_result, is_coroutine};
+use respond::{encode_error, encode_result, is_coroutine, Encoded};
 
 pub use completion::Completion;
 use current::CurrentRequest;
+pub use stream::StreamWriter;
 
 /// Bytes of responses gathered in one go before the rest of a pipelined batch
 /// waits for them to be written.
@@ -81,6 +83,8 @@ struct Slot {
     bytes: Option<Vec<u8>>,
     /// For a handler still running: its task, when it started, how to answer.
     pending: Option<Running>,
+    /// A streamed response: its body follows `bytes` (see `stream.rs`).
+    stream: Option<Box<stream::Plan>>,
 }
 
 struct Running {
@@ -97,6 +101,8 @@ struct Actions {
     close: bool,
     pause_reading: bool,
     resume_reading: bool,
+    /// A streamed response reached the front: its object and whether to send a body.
+    start_stream: Option<(Py<PyAny>, bool)>,
 }
 
 #[pyclass(module = "veter._core", name = "Connection")]
@@ -153,6 +159,8 @@ pub struct Connection {
     write_paused_since: Option<Instant>,
     /// The `Date` line, refreshed once per read and per finished handler.
     date: encode::DateLine,
+    /// The streamed response being written, if any; responses behind it wait.
+    stream: Option<stream::Active>,
 }
 
 impl Connection {
@@ -263,6 +271,7 @@ impl Connection {
             head_started: None,
             write_paused_since: None,
             date: encode::date_line(),
+            stream: None,
         }
     }
 
@@ -418,7 +427,8 @@ impl Connection {
                         }
                         return Ok(());
                     }
-                    if self.writing_paused || self.out.len() >= OUTPUT_HIGH {
+                    if self.writing_paused || self.out.len() >= OUTPUT_HIGH || self.stream.is_some()
+                    {
                         // Responses are piling up faster than the client reads them:
                         // answer nothing more until they are written, so a client
                         // that pipelines and never reads costs bounded memory.
@@ -581,16 +591,22 @@ impl Connection {
                 seq,
                 bytes: Some(bytes),
                 pending: None,
+                stream: None,
             });
         }
     }
 
     fn note_framing(&mut self, framing: Framing) {
         if !framing.keep_alive {
-            self.closing = true;
-            self.reading = Reading::Stopped;
-            self.buf.clear();
+            self.stop_after_response();
         }
+    }
+
+    /// Closes the connection after the responses already queued; reads no more.
+    fn stop_after_response(&mut self) {
+        self.closing = true;
+        self.reading = Reading::Stopped;
+        self.buf.clear();
     }
 
     /// Routes one complete request and runs its handler.
@@ -756,6 +772,7 @@ impl Connection {
                 framing,
                 request: request.clone_ref(py),
             }),
+            stream: None,
         });
         self.in_flight += 1;
         self.disp.get().overload.started(py);
@@ -788,7 +805,8 @@ impl Connection {
         let req = request.get();
         let common = self.common().with_request_id(&req.exchange.id_line);
         let sent = match encode_result(py, common, result, framing, &mut bytes) {
-            Ok(sent) => sent,
+            Ok(Encoded::Whole(sent)) => sent,
+            Ok(Encoded::Stream(plan)) => return self.queue_stream(bytes, plan),
             Err(err) => encode_error(
                 py,
                 self.disp.get(),
@@ -854,12 +872,23 @@ impl Connection {
     /// Moves every ready response at the front of the queue into `out` and says
     /// what to do with the transport.
     fn collect(&mut self, py: Python<'_>) -> Actions {
-        while self.queue.front().is_some_and(|s| s.bytes.is_some()) {
-            if let Some(Slot { bytes: Some(b), .. }) = self.queue.pop_front() {
-                self.out.extend_from_slice(&b);
-            }
-        }
         let mut actions = Actions::default();
+        while self.stream.is_none() {
+            let Some(front) = self.queue.front_mut() else {
+                break;
+            };
+            let Some(b) = front.bytes.take() else {
+                break;
+            };
+            if let Some(plan) = front.stream.take() {
+                // Its head goes out now; the slot stays at the front until its body ends.
+                self.out.extend_from_slice(&b);
+                actions.start_stream = Some(self.begin_stream(*plan));
+                break;
+            }
+            self.queue.pop_front();
+            self.out.extend_from_slice(&b);
+        }
         if !self.out.is_empty() && !self.closed {
             // Copied once into the bytes object the transport takes; `out` keeps its
             // capacity for the next batch.
@@ -871,6 +900,7 @@ impl Connection {
             self.closed = true;
         }
         let want_pause = self.writing_paused
+            || (self.stream.is_some() && !self.buf.is_empty())
             || self.paused_for_pipeline
             || self.paused_for_concurrency
             || self.paused_for_capacity;
@@ -911,7 +941,7 @@ impl Connection {
         f: impl FnOnce(&mut Self, Python<'_>) -> PyResult<()>,
     ) -> PyResult<()> {
         let py = slf.py();
-        let (transport, write, actions) = {
+        let (transport, write, mut actions) = {
             let mut this = slf.borrow_mut();
             f(&mut this, py)?;
             let actions = this.collect(py);
@@ -926,7 +956,12 @@ impl Connection {
                 actions,
             )
         };
-        Self::perform(py, transport, write, actions)
+        let start = actions.start_stream.take();
+        Self::perform(py, transport, write, actions)?;
+        match start {
+            Some((obj, send_body)) => Self::start_pump(slf, &obj, send_body),
+            None => Ok(()),
+        }
     }
 
     /// Parses input that waited in `buf` (after a pause), as if it just arrived.
@@ -935,6 +970,7 @@ impl Connection {
             || self.in_flight >= self.disp.get().max_pipelined
             || (self.paused_for_concurrency && !self.disp.get().overload.has_room())
             || self.writing_paused
+            || self.stream.is_some()
             || matches!(self.reading, Reading::Stopped)
         {
             return Ok(());
@@ -1043,7 +1079,7 @@ impl Connection {
         // with them now unless the transport asked us to pause.
         while {
             let this = slf.borrow();
-            this.paused_for_output && !this.writing_paused && !this.closed
+            this.paused_for_output && !this.writing_paused && !this.closed && this.stream.is_none()
         } {
             Self::with_borrow(slf, Connection::drain_buffered)?;
         }
@@ -1068,7 +1104,7 @@ impl Connection {
         // Why the connection went away does not change what is cleaned up.
         let _ = exc;
         let py = slf.py();
-        let (disp, id) = {
+        let (disp, id, pump) = {
             let mut this = slf.borrow_mut();
             this.closed = true;
             this.reading = Reading::Stopped;
@@ -1083,9 +1119,16 @@ impl Connection {
             this.create_task = None;
             this.event_loop = None;
             this.end_iteration = None;
-            (this.disp.clone_ref(py), this.id)
+            let pump = this.stream.as_mut().and_then(|s| s.task.take());
+            (this.disp.clone_ref(py), this.id, pump)
         };
         disp.get().unregister(py, id);
+        if let Some(task) = pump {
+            // The client is gone: the pump stops and closes its generator.
+            if let Err(err) = task.call_method0(py, "cancel") {
+                err.print(py);
+            }
+        }
     }
 
     fn pause_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
@@ -1097,11 +1140,14 @@ impl Connection {
     }
 
     fn resume_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let mut waiter = None;
         Self::with_borrow(slf, |this, py| {
             this.writing_paused = false;
             this.write_paused_since = None;
+            waiter = this.stream.as_mut().and_then(|s| s.waiter.take());
             this.drain_buffered(py)
-        })
+        })?;
+        stream::wake(slf.py(), waiter)
     }
 
     /// Requests in flight on this connection (handlers that have not answered yet).

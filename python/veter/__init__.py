@@ -6,6 +6,7 @@ from veter.concurrency import run_in_thread
 from veter.datastructures import Headers, QueryParams, State
 from veter.exceptions import HTTPException
 from veter.responses import json, redirect, text
+from veter.streaming import StreamingResponse
 
 __all__ = [
     "App",
@@ -15,6 +16,7 @@ __all__ = [
     "Request",
     "Response",
     "State",
+    "StreamingResponse",
     "json",
     "redirect",
     "run_in_thread",

@@ -7,7 +7,7 @@ from typing import Any, Generic, TypeVar, final
 from veter.datastructures import Headers, QueryParams
 
 __version__: str
-__all__ = ["Connection", "Dispatcher", "LogFile", "Ready", "Request", "Response", "__version__"]
+__all__ = ["Connection", "Dispatcher", "LogFile", "Ready", "Request", "Response", "StreamWriter", "__version__"]
 
 @final
 class Response:
@@ -118,6 +118,14 @@ class Connection(asyncio.Protocol):
     def resume_writing(self) -> None: ...
     @property
     def in_flight(self) -> int: ...
+
+@final
+class StreamWriter:
+    """How a streamed response's pump writes its body (see veter.streaming)."""
+
+    def write(self, data: bytes) -> bool: ...
+    def wait(self, future: asyncio.Future[None]) -> None: ...
+    def end(self, ok: bool) -> None: ...
 
 @final
 class Dispatcher:

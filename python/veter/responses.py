@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from veter._core import Response
+from veter.streaming import StreamingResponse
 
 __all__ = ["Response", "json", "redirect", "text", "to_response"]
 
@@ -41,10 +42,11 @@ def redirect(location: str, status: int = 307, headers: Mapping[str, str] | None
     return Response(b"", status=status, headers=merged)
 
 
-def to_response(result: Any) -> Response:
+def to_response(result: Any) -> Response | StreamingResponse:
     """Turn what a handler may return into a ``Response`` (the Rust core does the
-    same on its fast path; this is for middleware, which works on ``Response``)."""
-    if isinstance(result, Response):
+    same on its fast path; this is for middleware, which works on ``Response``).
+    A ``StreamingResponse`` passes through as it is (it has the same header methods)."""
+    if isinstance(result, (Response, StreamingResponse)):
         return result
     if isinstance(result, str):
         return Response(result)

@@ -243,6 +243,77 @@ pub fn encode_response(
     }
 }
 
+/// How the body of a streamed response is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyLength {
+    /// `Transfer-Encoding: chunked` (HTTP/1.1 clients).
+    Chunked,
+    /// `Content-Length`, given by the handler.
+    Known(u64),
+    /// No length: the body ends when the connection closes (HTTP/1.0 clients).
+    UntilClose,
+    /// The status forbids a body: neither header.
+    Absent,
+}
+
+/// Appends the head of a response whose body follows separately (streaming).
+pub fn encode_head(
+    out: &mut Vec<u8>,
+    status: u16,
+    content_type: Option<&str>,
+    headers: &[(String, String)],
+    length: BodyLength,
+    framing: Framing,
+    common: Common<'_>,
+) {
+    let mut digits = itoa::Buffer::new();
+    if let Some(line) = status_line(status) {
+        out.extend_from_slice(line);
+    } else {
+        out.extend_from_slice(b"HTTP/1.1 ");
+        out.extend_from_slice(digits.format(status).as_bytes());
+        out.extend_from_slice(b" \r\n");
+    }
+    if !has_header(headers, "server") {
+        out.extend_from_slice(common.server_line);
+    }
+    if !has_header(headers, "date") {
+        out.extend_from_slice(common.date_line);
+    }
+    if !(common.request_id_line.is_empty() || has_header(headers, common.request_id_name)) {
+        out.extend_from_slice(common.request_id_line);
+    }
+    if let Some(ct) = content_type {
+        if !status_forbids_body(status) || status == 304 {
+            out.extend_from_slice(b"Content-Type: ");
+            out.extend_from_slice(ct.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    match length {
+        BodyLength::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+        BodyLength::Known(n) => {
+            out.extend_from_slice(b"Content-Length: ");
+            out.extend_from_slice(digits.format(n).as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        BodyLength::UntilClose | BodyLength::Absent => {}
+    }
+    for (name, value) in headers {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if !framing.keep_alive || length == BodyLength::UntilClose {
+        out.extend_from_slice(b"Connection: close\r\n\r\n");
+    } else if framing.http10 {
+        out.extend_from_slice(b"Connection: keep-alive\r\n\r\n");
+    } else {
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
 /// The interim response sent when a client asked `Expect: 100-continue`.
 pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 

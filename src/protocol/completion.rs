@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 
-use super::respond::{encode_error, encode_result};
+use super::respond::{encode_error, encode_result, Encoded};
 use super::Connection;
 use crate::http1::encode::{self, Framing};
 use crate::request::Request;
@@ -54,21 +54,31 @@ impl Completion {
             let encoded = task
                 .call_method0("result")
                 .and_then(|result| encode_result(py, common, &result, framing, &mut bytes));
-            let sent = match encoded {
-                Ok(sent) => sent,
-                Err(err) => encode_error(
-                    py,
-                    disp.get(),
-                    common,
-                    &self.request,
-                    err,
-                    framing,
-                    &mut bytes,
-                ),
-            };
-            this.record_response(py, &req.parts, &req.exchange, sent);
+            let mut plan = None;
+            match encoded {
+                Ok(Encoded::Whole(sent)) => {
+                    this.record_response(py, &req.parts, &req.exchange, sent);
+                }
+                Ok(Encoded::Stream(p)) => plan = Some(p),
+                Err(err) => {
+                    let sent = encode_error(
+                        py,
+                        disp.get(),
+                        common,
+                        &self.request,
+                        err,
+                        framing,
+                        &mut bytes,
+                    );
+                    this.record_response(py, &req.parts, &req.exchange, sent);
+                }
+            }
+            if let Some(plan) = &plan {
+                this.note_stream(plan);
+            }
             if let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) {
                 slot.bytes = Some(bytes);
+                slot.stream = plan;
             }
             this.drain_buffered(py)
         })?;

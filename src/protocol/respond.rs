@@ -4,6 +4,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
+use super::stream;
 use crate::dispatcher::Dispatcher;
 use crate::http1::encode::{self, Framing};
 use crate::pyrefs;
@@ -22,6 +23,14 @@ pub fn is_coroutine(obj: &Bound<'_, PyAny>) -> bool {
         && obj.hasattr("__await__").unwrap_or(false)
 }
 
+/// What encoding a handler's result produced.
+pub enum Encoded {
+    /// A whole response.
+    Whole(encode::Sent),
+    /// The head of a streamed response; its body follows when it reaches the front.
+    Stream(Box<stream::Plan>),
+}
+
 /// Turns what a handler returned into response bytes.
 pub fn encode_result(
     py: Python<'_>,
@@ -29,9 +38,11 @@ pub fn encode_result(
     result: &Bound<'_, PyAny>,
     framing: Framing,
     out: &mut Vec<u8>,
-) -> PyResult<encode::Sent> {
+) -> PyResult<Encoded> {
     if let Ok(resp) = result.cast::<Response>() {
-        return Ok(resp.borrow().encode_into(py, out, framing, common));
+        return Ok(Encoded::Whole(
+            resp.borrow().encode_into(py, out, framing, common),
+        ));
     }
     let (body, content_type): (Bound<'_, PyAny>, &str) = if let Ok(s) = result.cast::<PyString>() {
         (
@@ -45,9 +56,11 @@ pub fn encode_result(
             pyrefs::get(py)?.json_dumps.bind(py).call1((result,))?,
             APPLICATION_JSON,
         )
+    } else if stream::is_stream(result) {
+        return stream::plan(common, result, framing, out).map(|p| Encoded::Stream(Box::new(p)));
     } else {
         return Err(PyTypeError::new_err(format!(
-            "handler returned {}; return a Response, str, bytes, dict or list",
+            "handler returned {}; return a Response, StreamingResponse, str, bytes, dict or list",
             result.get_type().name()?
         )));
     };
@@ -58,7 +71,9 @@ pub fn encode_result(
         headers: &[],
         body: body.as_bytes(),
     };
-    Ok(encode::encode_response(out, &parts, framing, common))
+    Ok(Encoded::Whole(encode::encode_response(
+        out, &parts, framing, common,
+    )))
 }
 
 /// Asks the app's error handler for a response to `err`; falls back to a plain 500.

@@ -1,0 +1,155 @@
+"""Streamed responses: a body produced piece by piece by an (async) iterable.
+
+The Rust core writes the head and then runs the response's pump, which writes
+each piece through a ``StreamWriter`` and waits whenever the client is behind
+(the transport is above its high watermark), so a slow client pauses the
+generator instead of growing the server's memory. See docs/design.md,
+"Streaming and backpressure".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from veter._core import StreamWriter
+
+__all__ = ["Content", "StreamingResponse"]
+
+log = logging.getLogger("veter.stream")
+
+Content = AsyncIterable[bytes | str] | Iterable[bytes | str]
+
+
+class StreamingResponse:
+    """A response whose body comes from ``content``, an async iterable (an async
+    generator, typically) or a plain iterable of ``bytes`` or ``str`` pieces.
+
+    Without ``content_length`` the body is sent with chunked transfer coding (to
+    HTTP/1.0 clients: delimited by closing the connection). With it, the body must
+    be exactly that long, or the connection is closed mid-response. Plain
+    iterables run on the event loop: keep each step short (or use an async
+    generator and ``veter.run_in_thread``). The generator is closed when the
+    client goes away, when the body is not wanted (HEAD, 204, 304) and when it
+    finishes.
+    """
+
+    __veter_stream__: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        content: Content,
+        status: int = 200,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        content_type: str | None = "application/octet-stream",
+        *,
+        content_length: int | None = None,
+        charset: str = "utf-8",
+    ) -> None:
+        if not isinstance(status, int) or not 100 <= status <= 999:
+            raise ValueError(f"status must be an int from 100 to 999, got {status!r}")
+        if content_length is not None and (not isinstance(content_length, int) or content_length < 0):
+            raise ValueError(f"content_length must be a non-negative int, got {content_length!r}")
+        if not isinstance(content, (AsyncIterable, Iterable)) or isinstance(content, (bytes, str)):
+            raise TypeError("content must be an async iterable or an iterable of bytes or str pieces")
+        self.content = content
+        self.status = status
+        self.content_type = content_type
+        self.content_length = content_length
+        self.charset = charset
+        items = headers.items() if isinstance(headers, Mapping) else (headers or ())
+        self.headers: list[tuple[str, str]] = [(str(n), str(v)) for n, v in items]
+
+    # -- the same header helpers as Response, for middleware -------------------
+
+    def get_header(self, name: str, default: str | None = None) -> str | None:
+        lower = name.lower()
+        if lower == "content-type":
+            return self.content_type
+        for n, v in self.headers:
+            if n.lower() == lower:
+                return v
+        return default
+
+    def remove_header(self, name: str) -> int:
+        lower = name.lower()
+        before = len(self.headers)
+        self.headers = [(n, v) for n, v in self.headers if n.lower() != lower]
+        return before - len(self.headers)
+
+    def set_header(self, name: str, value: str) -> None:
+        if name.lower() == "content-type":
+            self.content_type = value
+            return
+        self.remove_header(name)
+        self.headers.append((name, value))
+
+    def add_header(self, name: str, value: str) -> None:
+        if name.lower() == "content-type":
+            self.content_type = value
+            return
+        self.headers.append((name, value))
+
+    # -- called by the core ---------------------------------------------------
+
+    def _veter_start(self, writer: StreamWriter, send_body: bool) -> asyncio.Task[None]:
+        return asyncio.get_running_loop().create_task(self._pump(writer, send_body))
+
+    async def _pump(self, writer: StreamWriter, send_body: bool) -> None:
+        iterator = self._iterate()
+        ok = False
+        try:
+            if send_body:
+                loop = asyncio.get_running_loop()
+                async for piece in iterator:
+                    if writer.write(piece):
+                        waiter: asyncio.Future[None] = loop.create_future()
+                        writer.wait(waiter)
+                        await waiter
+            ok = True
+        except ConnectionError:
+            pass  # the client went away; nothing to answer
+        except asyncio.CancelledError:
+            raise  # connection lost: the finally below closes the generator
+        except Exception:
+            log.exception("streamed response failed after its head was sent; closing the connection")
+        finally:
+            try:
+                await iterator.aclose()
+            finally:
+                writer.end(ok)
+
+    async def _iterate(self) -> AsyncGenerator[bytes, None]:
+        content = self.content
+        try:
+            if isinstance(content, AsyncIterable):
+                async for piece in content:
+                    yield self._encode(piece)
+            else:
+                for piece in content:
+                    yield self._encode(piece)
+        finally:
+            await _close(content)
+
+    def _encode(self, piece: Any) -> bytes:
+        if isinstance(piece, bytes):
+            return piece
+        if isinstance(piece, str):
+            return piece.encode(self.charset)
+        if isinstance(piece, (bytearray, memoryview)):
+            return bytes(piece)
+        raise TypeError(f"a streamed body yields bytes or str, not {type(piece).__name__}")
+
+
+async def _close(content: object) -> None:
+    """Closes a generator (async or not) that may not have run to its end."""
+    aclose = getattr(content, "aclose", None)
+    if aclose is not None:
+        await aclose()
+        return
+    close = getattr(content, "close", None)
+    if close is not None and isinstance(content, Iterator):
+        close()

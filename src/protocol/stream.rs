@@ -1,0 +1,278 @@
+//! Streamed responses: a handler returns an object marked `__veter_stream__`
+//! (`veter.StreamingResponse`); its head is encoded here and queued like any
+//! response. When it reaches the front of the connection's queue, the
+//! connection writes the head and starts the object's pump (a Python task) with a
+//! `StreamWriter`; responses behind it wait until the pump calls `end`.
+//!
+//! Backpressure: `write` reports whether the transport is above its high
+//! watermark; the pump then parks on a future (`wait`) that `resume_writing`
+//! completes, so a slow client pauses the generator instead of growing memory.
+//! When the client goes away, `connection_lost` cancels the pump, which closes
+//! the generator.
+
+use pyo3::exceptions::{PyConnectionResetError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::{Connection, Slot};
+use crate::http1::encode::{self, BodyLength, Framing};
+use crate::response::{check_header_name, check_header_value, check_status};
+
+/// A streamed response whose head is encoded, waiting for its turn.
+pub struct Plan {
+    obj: Py<PyAny>,
+    length: BodyLength,
+    send_body: bool,
+}
+
+/// The stream being written (the front of the queue is its placeholder slot).
+pub struct Active {
+    length: BodyLength,
+    /// Bytes still owed under `Content-Length`.
+    remaining: u64,
+    send_body: bool,
+    pub(super) task: Option<Py<PyAny>>,
+    pub(super) waiter: Option<Py<PyAny>>,
+}
+
+pub fn is_stream(obj: &Bound<'_, PyAny>) -> bool {
+    obj.hasattr("__veter_stream__").unwrap_or(false)
+}
+
+const RESERVED: [&str; 3] = ["content-length", "transfer-encoding", "connection"];
+
+/// Encodes the head of a streamed response into `out`.
+pub fn plan(
+    common: encode::Common<'_>,
+    obj: &Bound<'_, PyAny>,
+    framing: Framing,
+    out: &mut Vec<u8>,
+) -> PyResult<Plan> {
+    let status = check_status(obj.getattr("status")?.extract()?)?;
+    let content_type: Option<String> = obj.getattr("content_type")?.extract()?;
+    let declared: Option<u64> = obj.getattr("content_length")?.extract()?;
+    let headers: Vec<(String, String)> = obj.getattr("headers")?.extract()?;
+    for (name, value) in &headers {
+        check_header_name(name)?;
+        check_header_value(name, value)?;
+        if RESERVED.contains(&name.to_ascii_lowercase().as_str()) {
+            return Err(PyValueError::new_err(format!(
+                "header {name:?} is set by the server and cannot be set by a handler"
+            )));
+        }
+    }
+    if let Some(ct) = &content_type {
+        check_header_value("content-type", ct)?;
+    }
+    let length = if encode::status_forbids_body(status) {
+        BodyLength::Absent
+    } else if let Some(n) = declared {
+        BodyLength::Known(n)
+    } else if framing.http10 {
+        BodyLength::UntilClose
+    } else {
+        BodyLength::Chunked
+    };
+    encode::encode_head(
+        out,
+        status,
+        content_type.as_deref(),
+        &headers,
+        length,
+        framing,
+        common,
+    );
+    Ok(Plan {
+        obj: obj.clone().unbind(),
+        length,
+        send_body: !framing.head && length != BodyLength::Absent,
+    })
+}
+
+impl Connection {
+    /// Queues a streamed response: `head` holds its head (and anything before it).
+    pub(super) fn queue_stream(&mut self, head: Vec<u8>, plan: Box<Plan>) {
+        if plan.length == BodyLength::UntilClose {
+            self.stop_after_response();
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.queue.push_back(Slot {
+            seq,
+            bytes: Some(head),
+            pending: None,
+            stream: Some(plan),
+        });
+    }
+
+    /// Marks the plan of a finished handler's slot; the body closes the connection
+    /// when its length is unknown to an HTTP/1.0 client.
+    pub(super) fn note_stream(&mut self, plan: &Plan) {
+        if plan.length == BodyLength::UntilClose {
+            self.stop_after_response();
+        }
+    }
+
+    /// The front slot's stream begins: what the pump needs to start.
+    pub(super) fn begin_stream(&mut self, plan: Plan) -> (Py<PyAny>, bool) {
+        self.stream = Some(Active {
+            length: plan.length,
+            remaining: match plan.length {
+                BodyLength::Known(n) => n,
+                _ => 0,
+            },
+            send_body: plan.send_body,
+            task: None,
+            waiter: None,
+        });
+        (plan.obj, plan.send_body)
+    }
+
+    /// Starts the pump of a stream that reached the front (connection unborrowed).
+    pub(super) fn start_pump(
+        slf: &Bound<'_, Self>,
+        obj: &Py<PyAny>,
+        send_body: bool,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let writer = Py::new(
+            py,
+            StreamWriter {
+                conn: slf.clone().unbind(),
+            },
+        )?;
+        match obj.call_method1(py, "_veter_start", (writer, send_body)) {
+            Ok(task) => {
+                if let Some(active) = slf.borrow_mut().stream.as_mut() {
+                    active.task = Some(task);
+                }
+                Ok(())
+            }
+            Err(err) => {
+                err.print(py);
+                StreamWriter::finish(slf, false)
+            }
+        }
+    }
+}
+
+/// What a stream's pump writes through (`veter.StreamingResponse` holds one while
+/// it runs).
+#[pyclass(module = "veter._core", name = "StreamWriter", frozen)]
+pub struct StreamWriter {
+    conn: Py<Connection>,
+}
+
+impl StreamWriter {
+    fn finish(conn: &Bound<'_, Connection>, ok: bool) -> PyResult<()> {
+        Connection::with_borrow(conn, |this, py| {
+            let Some(active) = this.stream.take() else {
+                return Ok(());
+            };
+            if this.closed {
+                return Ok(());
+            }
+            this.queue.pop_front();
+            let complete = ok
+                && (!active.send_body
+                    || !matches!(active.length, BodyLength::Known(_))
+                    || active.remaining == 0);
+            if !complete {
+                // The body is cut short: close without the last chunk, so the client
+                // sees an incomplete response, and drop what was pipelined behind it.
+                this.queue.clear();
+                this.stop_after_response();
+                return Ok(());
+            }
+            if active.send_body && active.length == BodyLength::Chunked {
+                this.out.extend_from_slice(b"0\r\n\r\n");
+            }
+            this.drain_buffered(py)
+        })
+    }
+}
+
+#[pymethods]
+impl StreamWriter {
+    /// Writes one piece of the body; returns whether the client is behind (the
+    /// caller should then `wait`). Raises `ConnectionResetError` once the client
+    /// has gone.
+    fn write(&self, py: Python<'_>, data: &Bound<'_, PyBytes>) -> PyResult<bool> {
+        let conn = self.conn.bind(py);
+        let (write, payload) = {
+            let mut this = conn.borrow_mut();
+            if this.closed {
+                return Err(PyConnectionResetError::new_err("the client disconnected"));
+            }
+            let Some(active) = this.stream.as_mut() else {
+                return Err(PyValueError::new_err("the stream has ended"));
+            };
+            let bytes = data.as_bytes();
+            if !active.send_body || bytes.is_empty() {
+                return Ok(false);
+            }
+            let payload = match active.length {
+                BodyLength::Chunked => {
+                    let mut framed = Vec::with_capacity(bytes.len() + 20);
+                    framed.extend_from_slice(format!("{:x}\r\n", bytes.len()).as_bytes());
+                    framed.extend_from_slice(bytes);
+                    framed.extend_from_slice(b"\r\n");
+                    PyBytes::new(py, &framed)
+                }
+                BodyLength::Known(_) => {
+                    let n = bytes.len() as u64;
+                    if n > active.remaining {
+                        return Err(PyValueError::new_err(
+                            "the streamed body is longer than its content_length",
+                        ));
+                    }
+                    active.remaining -= n;
+                    data.clone()
+                }
+                BodyLength::UntilClose | BodyLength::Absent => data.clone(),
+            };
+            let Some(write) = this.write.as_ref().map(|w| w.clone_ref(py)) else {
+                return Err(PyConnectionResetError::new_err("the client disconnected"));
+            };
+            (write, payload)
+        };
+        write.call1(py, (payload,))?;
+        Ok(conn.borrow().writing_paused)
+    }
+
+    /// Parks `future` until the transport drains below its low watermark.
+    fn wait(&self, py: Python<'_>, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        let conn = self.conn.bind(py);
+        let ready = {
+            let mut this = conn.borrow_mut();
+            let paused = this.writing_paused && !this.closed;
+            if let (true, Some(active)) = (paused, this.stream.as_mut()) {
+                active.waiter = Some(future.clone().unbind());
+                false
+            } else {
+                true
+            }
+        };
+        if ready {
+            future.call_method1("set_result", (py.None(),))?;
+        }
+        Ok(())
+    }
+
+    /// Ends the body: `ok` false (the generator failed or was cancelled) closes
+    /// the connection without completing the response.
+    fn end(&self, py: Python<'_>, ok: bool) -> PyResult<()> {
+        Self::finish(self.conn.bind(py), ok)
+    }
+}
+
+/// Wakes a pump parked in `wait` (after `resume_writing`).
+pub fn wake(py: Python<'_>, waiter: Option<Py<PyAny>>) -> PyResult<()> {
+    if let Some(fut) = waiter {
+        let fut = fut.bind(py);
+        if !fut.call_method0("done")?.is_truthy()? {
+            fut.call_method1("set_result", (py.None(),))?;
+        }
+    }
+    Ok(())
+}
