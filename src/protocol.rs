@@ -806,7 +806,10 @@ impl Connection {
         let common = self.common().with_request_id(&req.exchange.id_line);
         let sent = match encode_result(py, common, result, framing, &mut bytes) {
             Ok(Encoded::Whole(sent)) => sent,
-            Ok(Encoded::Stream(plan)) => return self.queue_stream(bytes, plan),
+            Ok(Encoded::Stream(mut plan)) => {
+                plan.request = Some(request.clone_ref(py));
+                return self.queue_stream(bytes, plan);
+            }
             Err(err) => encode_error(
                 py,
                 self.disp.get(),

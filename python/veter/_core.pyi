@@ -7,7 +7,16 @@ from typing import Any, Generic, TypeVar, final
 from veter.datastructures import Headers, QueryParams
 
 __version__: str
-__all__ = ["Connection", "Dispatcher", "LogFile", "Ready", "Request", "Response", "StreamWriter", "__version__"]
+__all__ = [
+    "Connection",
+    "Dispatcher",
+    "LogFile",
+    "Ready",
+    "Request",
+    "Response",
+    "StreamWriter",
+    "__version__",
+]
 
 @final
 class Response:

@@ -10,7 +10,10 @@ import orjson
 from veter._core import Response
 from veter.streaming import StreamingResponse
 
-__all__ = ["Response", "json", "redirect", "text", "to_response"]
+__all__ = ["AnyResponse", "Response", "json", "redirect", "text", "to_response"]
+
+#: What middleware sees from ``call_next``: a whole response or a streamed one.
+AnyResponse = Response | StreamingResponse
 
 
 def text(body: str, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
@@ -42,7 +45,7 @@ def redirect(location: str, status: int = 307, headers: Mapping[str, str] | None
     return Response(b"", status=status, headers=merged)
 
 
-def to_response(result: Any) -> Response | StreamingResponse:
+def to_response(result: Any) -> AnyResponse:
     """Turn what a handler may return into a ``Response`` (the Rust core does the
     same on its fast path; this is for middleware, which works on ``Response``).
     A ``StreamingResponse`` passes through as it is (it has the same header methods)."""

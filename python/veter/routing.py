@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from veter.concurrency import run_in_thread
-from veter.responses import Response, to_response
+from veter.responses import AnyResponse, Response, to_response
 
 __all__ = ["Handler", "Middleware", "Route", "compose", "is_async_callable"]
 
 Handler = Callable[..., Any]
-CallNext = Callable[[Any], Awaitable[Response]]
-Middleware = Callable[[Any, CallNext], Awaitable[Response]]
+CallNext = Callable[[Any], Awaitable[AnyResponse]]
+Middleware = Callable[[Any, CallNext], Awaitable[AnyResponse]]
 ErrorResponder = Callable[[Any, BaseException], Response]
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
@@ -97,7 +97,7 @@ def compose(route: Route, middleware: Sequence[Middleware], on_error: ErrorRespo
     if not middleware:
         return handler, is_async
 
-    async def endpoint(request: Any) -> Response:
+    async def endpoint(request: Any) -> AnyResponse:
         try:
             result = handler(request, **request.path_params)
             if is_async:
@@ -110,14 +110,14 @@ def compose(route: Route, middleware: Sequence[Middleware], on_error: ErrorRespo
     for mw in reversed(middleware):
         chain = _link(mw, chain)
 
-    async def entry(request: Any, **_params: Any) -> Response:
+    async def entry(request: Any, **_params: Any) -> AnyResponse:
         return await chain(request)
 
     return entry, True
 
 
 def _link(mw: Middleware, call_next: CallNext) -> CallNext:
-    async def call(request: Any) -> Response:
+    async def call(request: Any) -> AnyResponse:
         return await mw(request, call_next)
 
     return call

@@ -59,7 +59,10 @@ impl Completion {
                 Ok(Encoded::Whole(sent)) => {
                     this.record_response(py, &req.parts, &req.exchange, sent);
                 }
-                Ok(Encoded::Stream(p)) => plan = Some(p),
+                Ok(Encoded::Stream(mut p)) => {
+                    p.request = Some(self.request.clone_ref(py));
+                    plan = Some(p);
+                }
                 Err(err) => {
                     let sent = encode_error(
                         py,

@@ -16,11 +16,15 @@ use pyo3::types::PyBytes;
 
 use super::{Connection, Slot};
 use crate::http1::encode::{self, BodyLength, Framing};
+use crate::request::Request;
 use crate::response::{check_header_name, check_header_value, check_status};
 
 /// A streamed response whose head is encoded, waiting for its turn.
 pub struct Plan {
     obj: Py<PyAny>,
+    status: u16,
+    /// The request it answers, for the access log and metrics (set by the caller).
+    pub request: Option<Py<Request>>,
     length: BodyLength,
     send_body: bool,
 }
@@ -28,6 +32,10 @@ pub struct Plan {
 /// The stream being written (the front of the queue is its placeholder slot).
 pub struct Active {
     length: BodyLength,
+    status: u16,
+    request: Option<Py<Request>>,
+    /// Body bytes written so far (without chunk framing).
+    written: usize,
     /// Bytes still owed under `Content-Length`.
     remaining: u64,
     send_body: bool,
@@ -84,6 +92,8 @@ pub fn plan(
     );
     Ok(Plan {
         obj: obj.clone().unbind(),
+        status,
+        request: None,
         length,
         send_body: !framing.head && length != BodyLength::Absent,
     })
@@ -117,6 +127,9 @@ impl Connection {
     pub(super) fn begin_stream(&mut self, plan: Plan) -> (Py<PyAny>, bool) {
         self.stream = Some(Active {
             length: plan.length,
+            status: plan.status,
+            request: plan.request,
+            written: 0,
             remaining: match plan.length {
                 BodyLength::Known(n) => n,
                 _ => 0,
@@ -169,6 +182,15 @@ impl StreamWriter {
             let Some(active) = this.stream.take() else {
                 return Ok(());
             };
+            if let Some(request) = &active.request {
+                // Logged when the body ends (or is cut): its length and duration are known now.
+                let req = request.get();
+                let sent = encode::Sent {
+                    status: active.status,
+                    body_bytes: active.written,
+                };
+                this.record_response(py, &req.parts, &req.exchange, sent);
+            }
             if this.closed {
                 return Ok(());
             }
@@ -211,6 +233,7 @@ impl StreamWriter {
             if !active.send_body || bytes.is_empty() {
                 return Ok(false);
             }
+            active.written += bytes.len();
             let payload = match active.length {
                 BodyLength::Chunked => {
                     let mut framed = Vec::with_capacity(bytes.len() + 20);

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -123,6 +124,24 @@ def test_chunked_body_and_pipelined_order(serve: Serve) -> None:
     assert plain.content == b"plain" == again.content
     assert synced.content == b"abc" and synced.headers["x-kind"] == "sync"
     assert not closed
+
+
+def test_streams_carry_the_request_id_and_are_logged_when_they_end(serve: Serve, tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    server = serve(make_app(Probe()), access_log=str(log))
+    with server.connect() as sock:
+        sock.sendall(
+            b"GET /count/100 HTTP/1.1\r\nHost: t\r\nX-Request-ID: s-1\r\n\r\n"
+            b"GET /fails HTTP/1.1\r\nHost: t\r\nX-Request-ID: s-2\r\n\r\n"
+        )
+        (streamed,), _ = read_responses(sock, 1)
+        wait_closed(sock)  # the failing stream cuts its response and the connection
+    assert streamed.headers["x-request-id"] == "s-1"
+    server.stop()
+    lines = sorted(log.read_text().splitlines(), key=lambda line: line.split()[-1])
+    body = "".join(f"{i}\n" for i in range(100)).encode()
+    assert lines[0].endswith(f'"GET /count/100 HTTP/1.1" 200 {len(body)} {lines[0].split()[-2]} s-1')
+    assert lines[1].split()[-4:-2] == ["200", str(len(b"partial"))] and lines[1].endswith(" s-2")
 
 
 def test_content_length_when_given(serve: Serve) -> None:
