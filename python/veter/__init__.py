@@ -6,10 +6,12 @@ from veter.concurrency import run_in_thread
 from veter.datastructures import Headers, QueryParams, State
 from veter.exceptions import HTTPException
 from veter.responses import json, redirect, text
+from veter.sse import EventSourceResponse
 from veter.streaming import StreamingResponse
 
 __all__ = [
     "App",
+    "EventSourceResponse",
     "HTTPException",
     "Headers",
     "QueryParams",
