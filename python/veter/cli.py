@@ -177,6 +177,9 @@ def main() -> None:
     default=None,
     help=f"Thread pool for blocking handlers [default: {_DEFAULTS.max_threads}].",
 )
+@click.option("--ssl-certfile", default=None, help="TLS certificate chain (PEM): serve HTTPS [default: off].")
+@click.option("--ssl-keyfile", default=None, help="TLS private key (PEM).")
+@click.option("--ssl-keyfile-password", default=None, help="Password of an encrypted --ssl-keyfile.")
 @click.option(
     "--metrics-path",
     default=None,

@@ -61,6 +61,12 @@ class ServerConfig:
     max_pipelined: int = 64
     #: Threads for blocking=True routes and run_in_thread.
     max_threads: int = 40
+    #: TLS certificate chain (PEM); with ssl_keyfile, the server speaks HTTPS.
+    ssl_certfile: str | None = None
+    #: TLS private key (PEM); may be the certfile itself when it holds both.
+    ssl_keyfile: str | None = None
+    #: Password of an encrypted ssl_keyfile.
+    ssl_keyfile_password: str | None = None
     #: Serve Prometheus metrics at this path (e.g. "/metrics"); None: off.
     metrics_path: str | None = None
     #: Header carrying the request id, in and out; None turns request ids off.
@@ -148,6 +154,8 @@ class ServerConfig:
             raise ValueError("log_rotate_interval must be a number of seconds >= 0 (0: no time rotation)")
         if self.log_backups < 1:
             raise ValueError("log_backups must be at least 1")
+        if self.ssl_keyfile is not None and self.ssl_certfile is None:
+            raise ValueError("ssl_keyfile needs ssl_certfile")
         if self.metrics_path is not None and not self.metrics_path.startswith("/"):
             raise ValueError(f"metrics_path must start with '/', got {self.metrics_path!r}")
         if self.access_log == "":

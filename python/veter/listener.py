@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import socket
+import ssl
 from collections.abc import Callable
 
 __all__ = ["Listener"]
@@ -25,9 +26,15 @@ class Listener:
     """Serves ``protocol_factory`` on ``sock``, with ``pause()`` and ``resume()``."""
 
     def __init__(
-        self, sock: socket.socket, protocol_factory: Callable[[], asyncio.Protocol], backlog: int
+        self,
+        sock: socket.socket,
+        protocol_factory: Callable[[], asyncio.Protocol],
+        backlog: int,
+        *,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._sock = sock
+        self._tls = tls
         self._factory = protocol_factory
         self._backlog = backlog
         self._current: asyncio.Server | None = None
@@ -54,7 +61,7 @@ class Listener:
     async def _serve(self) -> asyncio.Server:
         duplicate = socket.socket(fileno=os.dup(self._sock.fileno()))
         loop = asyncio.get_running_loop()
-        return await loop.create_server(self._factory, sock=duplicate, backlog=self._backlog)
+        return await loop.create_server(self._factory, sock=duplicate, backlog=self._backlog, ssl=self._tls)
 
     def set_saturated(self, saturated: bool) -> None:
         """The dispatcher's saturation callback: pause at the cap, resume below it."""

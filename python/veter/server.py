@@ -27,6 +27,7 @@ from veter.listener import Listener
 from veter.logs import Rotator, open_log, reopen_all
 from veter.logs import configure as configure_logs
 from veter.loops import loop_factory
+from veter.tls import context_for
 
 __all__ = ["Server", "run"]
 
@@ -70,6 +71,7 @@ class Server:
 
     async def start(self, sock: socket.socket | None = None) -> None:
         configure_thread_pool(self.config.max_threads)
+        tls = context_for(self.config)  # a bad certificate fails before startup hooks run
         await self.app.startup()
         loop = asyncio.get_running_loop()
         if self.config.access_log is not None:
@@ -93,12 +95,14 @@ class Server:
             # At the cap this worker stops accepting, so the others take new connections.
             if sock is None:
                 sock = socket.create_server((self.config.host, self.config.port), backlog=self.config.backlog)
-            listener = Listener(sock, self.dispatcher, self.config.backlog)
+            listener = Listener(sock, self.dispatcher, self.config.backlog, tls=tls)
             await listener.start()
             self.dispatcher.set_saturation_callback(listener.set_saturated)
             self._server = listener
         elif sock is not None:
-            self._server = await loop.create_server(self.dispatcher, sock=sock, backlog=self.config.backlog)
+            self._server = await loop.create_server(
+                self.dispatcher, sock=sock, backlog=self.config.backlog, ssl=tls
+            )
         else:
             self._server = await loop.create_server(
                 self.dispatcher,
@@ -106,6 +110,7 @@ class Server:
                 self.config.port,
                 backlog=self.config.backlog,
                 reuse_address=True,
+                ssl=tls,
             )
         self._schedule_tick()
         if self.config.lag_threshold > 0:
@@ -209,7 +214,8 @@ async def serve(app: App, config: ServerConfig, *, ready: Callable[[Server], Any
         loop.add_signal_handler(sig, reopen_all)
     rotation = _start_rotation(config, loop)
     host, port = server.sockets[0].getsockname()[:2]
-    log.info("veter serving on http://%s:%d (loop: %s)", host, port, type(loop).__module__)
+    scheme = "https" if config.ssl_certfile else "http"
+    log.info("veter serving on %s://%s:%d (loop: %s)", scheme, host, port, type(loop).__module__)
     if ready is not None:
         ready(server)
     try:

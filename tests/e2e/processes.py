@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-READY = re.compile(r"veter serving on http://127\.0\.0\.1:(\d+)")
+READY = re.compile(r"veter serving on https?://127\.0\.0\.1:(\d+)")
 
 
 class Proc:

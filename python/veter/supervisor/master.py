@@ -150,7 +150,8 @@ class Master:
                 self._tick()
                 if not started_logged and self.ever_ready:
                     started_logged = True
-                    log.info("veter serving on http://%s:%d (%d workers)", host, port, self.target)
+                    scheme = "https" if self.server.ssl_certfile else "http"
+                    log.info("veter serving on %s://%s:%d (%d workers)", scheme, host, port, self.target)
         finally:
             if self.sock is not None:
                 self.sock.close()
