@@ -7,11 +7,13 @@ from veter.datastructures import Headers, QueryParams, State
 from veter.exceptions import HTTPException
 from veter.responses import json, redirect, text
 from veter.sse import EventSourceResponse
+from veter.staticfiles import FileResponse
 from veter.streaming import StreamingResponse
 
 __all__ = [
     "App",
     "EventSourceResponse",
+    "FileResponse",
     "HTTPException",
     "Headers",
     "QueryParams",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -104,6 +105,15 @@ class App:
 
     def delete(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
         return self.route(path, ("DELETE",), blocking=blocking, name=name)
+
+    def static(
+        self, prefix: str, directory: str | os.PathLike[str], *, index: str | None = "index.html"
+    ) -> Any:
+        """Serve the files under ``directory`` at ``prefix`` (ETag, 304, Range; no
+        path can leave the directory). Returns the ``veter.staticfiles.StaticFiles``."""
+        from veter.staticfiles import mount
+
+        return mount(self, prefix, directory, index=index)
 
     @property
     def routes(self) -> list[Route]:
