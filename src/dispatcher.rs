@@ -27,10 +27,15 @@ use crate::timeouts::{self, Timeouts};
 /// How long a connection may stay idle once a graceful shutdown started.
 const DRAIN_IDLE: Duration = Duration::from_secs(1);
 
+/// A route as Python gives it: (methods, pattern, handler, `is_async`, `stream_body`).
+pub type RouteSpec = (Vec<String>, String, Py<PyAny>, bool, bool);
+
 /// One handler, as the core calls it.
 pub struct Route {
     pub handler: Py<PyAny>,
     pub is_async: bool,
+    /// The handler starts at the head and reads the body as a stream (`upload.rs`).
+    pub stream_body: bool,
     pub pattern: Py<PyString>,
     pub param_names: Vec<Py<PyString>>,
 }
@@ -39,6 +44,8 @@ pub struct Route {
 pub struct Dispatcher {
     pub router: Router,
     pub routes: Vec<Route>,
+    /// Some route streams its body (only then is a head with a body routed early).
+    pub has_stream_routes: bool,
     pub limits: Limits,
     /// `Server: <value>\r\n`, or empty when the header is off.
     pub server_line: Vec<u8>,
@@ -161,7 +168,7 @@ impl Dispatcher {
 
 #[pymethods]
 impl Dispatcher {
-    /// `routes`: (methods, pattern, handler, `is_async`) in registration order.
+    /// `routes`: (methods, pattern, handler, `is_async`, `stream_body`) in registration order.
     #[new]
     #[pyo3(signature = (
         routes, app, error_handler, *, server_header = Some("veter".to_owned()),
@@ -177,7 +184,7 @@ impl Dispatcher {
     #[allow(clippy::too_many_arguments)] // mirrors the documented keyword-only settings
     fn new(
         py: Python<'_>,
-        routes: Vec<(Vec<String>, String, Py<PyAny>, bool)>,
+        routes: Vec<RouteSpec>,
         app: Py<PyAny>,
         error_handler: Py<PyAny>,
         server_header: Option<String>,
@@ -273,6 +280,7 @@ impl Dispatcher {
         };
         Ok(Dispatcher {
             router: tree,
+            has_stream_routes: table.iter().any(|r| r.stream_body),
             routes: table,
             limits,
             server_line: server_header
@@ -434,13 +442,12 @@ impl Dispatcher {
 }
 
 /// The router and the route table, from (methods, pattern, handler, `is_async`).
-fn build_routes(
-    py: Python<'_>,
-    routes: Vec<(Vec<String>, String, Py<PyAny>, bool)>,
-) -> PyResult<(Router, Vec<Route>)> {
+fn build_routes(py: Python<'_>, routes: Vec<RouteSpec>) -> PyResult<(Router, Vec<Route>)> {
     let mut tree = Router::new();
     let mut table = Vec::with_capacity(routes.len());
-    for (index, (methods, pattern, handler, is_async)) in routes.into_iter().enumerate() {
+    for (index, (methods, pattern, handler, is_async, stream_body)) in
+        routes.into_iter().enumerate()
+    {
         let methods: Vec<&str> = methods.iter().map(String::as_str).collect();
         tree.add(&methods, &pattern, index)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -452,6 +459,7 @@ fn build_routes(
         table.push(Route {
             handler,
             is_async,
+            stream_body,
             pattern: PyString::new(py, &pattern).unbind(),
             param_names,
         });

@@ -24,6 +24,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dispatcher::Dispatcher>()?;
     m.add_class::<protocol::Connection>()?;
     m.add_class::<protocol::StreamWriter>()?;
+    m.add_class::<protocol::BodyStream>()?;
     m.add_class::<request::Request>()?;
     m.add_class::<request::Ready>()?;
     m.add_class::<response::Response>()?;

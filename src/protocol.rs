@@ -44,12 +44,14 @@ mod deferred;
 mod respond;
 mod stream;
 mod timers;
+mod upload;
 
 use respond::{encode_error, encode_result, is_coroutine, Encoded};
 
 pub use completion::Completion;
 use current::CurrentRequest;
 pub use stream::StreamWriter;
+pub use upload::BodyStream;
 
 /// Bytes of responses gathered in one go before the rest of a pipelined batch
 /// waits for them to be written.
@@ -75,6 +77,8 @@ struct Pending {
 enum Reading {
     Head,
     Body(Box<Pending>),
+    /// A body handed to a running handler as it arrives (see `upload.rs`).
+    Stream(Box<upload::Upload>),
     Stopped,
 }
 
@@ -137,6 +141,8 @@ pub struct Connection {
     paused_for_capacity: bool,
     /// Queued in the dispatcher until a handler slot frees (`max_concurrency`).
     paused_for_concurrency: bool,
+    /// A streamed request body has more unread bytes waiting than `upload::HIGH`.
+    paused_for_upload: bool,
     /// When this connection started waiting for a handler slot.
     waiting_since: Option<Instant>,
     /// When the loop iteration that read the current bytes began (queue timeout).
@@ -257,6 +263,7 @@ impl Connection {
             paused_for_pipeline: false,
             paused_for_output: false,
             paused_for_concurrency: false,
+            paused_for_upload: false,
             paused_for_capacity: false,
             waiting_since: None,
             batch_start: Instant::now(),
@@ -358,6 +365,11 @@ impl Connection {
         loop {
             match &mut self.reading {
                 Reading::Stopped => return Ok(()),
+                Reading::Stream(_) => {
+                    if !self.feed_upload(py, data, &mut pos) {
+                        return Ok(());
+                    }
+                }
                 Reading::Body(pending) => {
                     let done = match &mut pending.state {
                         BodyState::Length {
@@ -388,21 +400,7 @@ impl Connection {
                     if !done {
                         return Ok(());
                     }
-                    let Reading::Body(pending) = mem::replace(&mut self.reading, Reading::Head)
-                    else {
-                        unreachable!("matched above")
-                    };
-                    let Pending {
-                        mut parts,
-                        framing,
-                        state,
-                    } = *pending;
-                    parts.body = match state {
-                        BodyState::Length { data, .. } | BodyState::Chunked { data, .. } => {
-                            Body::Owned(data)
-                        }
-                    };
-                    self.dispatch(py, parts, framing)?;
+                    self.dispatch_collected(py)?;
                 }
                 Reading::Head => {
                     if pos >= data.len() {
@@ -460,6 +458,22 @@ impl Connection {
         }
     }
 
+    /// The body being collected is complete: route the request.
+    fn dispatch_collected(&mut self, py: Python<'_>) -> PyResult<()> {
+        let Reading::Body(pending) = mem::replace(&mut self.reading, Reading::Head) else {
+            return Ok(());
+        };
+        let Pending {
+            mut parts,
+            framing,
+            state,
+        } = *pending;
+        parts.body = match state {
+            BodyState::Length { data, .. } | BodyState::Chunked { data, .. } => Body::Owned(data),
+        };
+        self.dispatch(py, parts, framing)
+    }
+
     /// Handles a parsed head at `chunk[start..]`; returns the position after what it used.
     fn start_request(
         &mut self,
@@ -488,6 +502,14 @@ impl Connection {
         };
         self.spans = head.headers;
         let mut pos = start + head.len;
+        if !matches!(head.body, BodyKind::Empty) && self.streams_body(py, &parts) {
+            let length = match head.body {
+                BodyKind::Length(n) => Some(n),
+                _ => None,
+            };
+            self.start_upload(py, parts, length, head.expect_continue, framing)?;
+            return Ok(pos);
+        }
         let state = match head.body {
             BodyKind::Empty => None,
             BodyKind::Length(n) => {
@@ -603,6 +625,16 @@ impl Connection {
     }
 
     /// Closes the connection after the responses already queued; reads no more.
+    /// The framing for an answer to `parts`: closing when its streamed body is still
+    /// being read (the rest of it is never read).
+    fn close_if_upload_open(&mut self, parts: &request::Parts, mut framing: Framing) -> Framing {
+        if Self::upload_open(parts) {
+            framing.keep_alive = false;
+            self.note_framing(framing);
+        }
+        framing
+    }
+
     fn stop_after_response(&mut self) {
         self.closing = true;
         self.reading = Reading::Stopped;
@@ -803,6 +835,7 @@ impl Connection {
             Vec::new()
         };
         let req = request.get();
+        let framing = self.close_if_upload_open(&req.parts, framing);
         let common = self.common().with_request_id(&req.exchange.id_line);
         let sent = match encode_result(py, common, result, framing, &mut bytes) {
             Ok(Encoded::Whole(sent)) => sent,
@@ -831,6 +864,7 @@ impl Connection {
     fn emit_error(&mut self, py: Python<'_>, request: &Py<Request>, err: PyErr, framing: Framing) {
         let mut bytes = Vec::new();
         let req = request.get();
+        let framing = self.close_if_upload_open(&req.parts, framing);
         let common = self.common().with_request_id(&req.exchange.id_line);
         let sent = encode_error(
             py,
@@ -854,6 +888,7 @@ impl Connection {
         parts: &request::Parts,
         exchange: &Exchange,
     ) {
+        let framing = self.close_if_upload_open(parts, framing);
         let disp = self.disp.get();
         let common = encode::Common {
             server_line: &disp.server_line,
@@ -906,6 +941,7 @@ impl Connection {
             || (self.stream.is_some() && !self.buf.is_empty())
             || self.paused_for_pipeline
             || self.paused_for_concurrency
+            || self.paused_for_upload
             || self.paused_for_capacity;
         if want_pause && !self.reading_paused && !self.closed {
             self.reading_paused = true;
@@ -974,6 +1010,7 @@ impl Connection {
             || (self.paused_for_concurrency && !self.disp.get().overload.has_room())
             || self.writing_paused
             || self.stream.is_some()
+            || self.paused_for_upload
             || matches!(self.reading, Reading::Stopped)
         {
             return Ok(());
@@ -1071,7 +1108,10 @@ impl Connection {
             if this.paused_for_pipeline
                 || this.paused_for_output
                 || this.paused_for_concurrency
-                || (!bytes.contains(&b'\n') && this.buf.len() <= head_cap)
+                || this.paused_for_upload
+                || (matches!(this.reading, Reading::Head)
+                    && !bytes.contains(&b'\n')
+                    && this.buf.len() <= head_cap)
             {
                 return Ok(());
             }
@@ -1087,6 +1127,11 @@ impl Connection {
             Self::with_borrow(slf, Connection::drain_buffered)?;
         }
         Ok(())
+    }
+
+    /// See `upload.rs`: a paused streamed body may be read again.
+    fn _resume_upload(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Self::resume_upload(slf)
     }
 
     fn eof_received(slf: &Bound<'_, Self>) -> PyResult<bool> {

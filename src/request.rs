@@ -71,6 +71,8 @@ pub enum Body {
     Slice(Range<usize>),
     /// Collected across reads or decoded from chunks.
     Owned(Vec<u8>),
+    /// Read by the handler as it arrives (`request.stream()`; see protocol/upload.rs).
+    Stream(Py<crate::protocol::BodyStream>),
 }
 
 /// The parsed head of one request, owned by the connection until it is dispatched.
@@ -208,14 +210,20 @@ impl Request {
             .map(move |h| &buf[h.value.clone()])
     }
 
-    fn body_bytes(&self, py: Python<'_>) -> Py<PyBytes> {
-        self.body_obj
+    fn body_bytes(&self, py: Python<'_>) -> PyResult<Py<PyBytes>> {
+        if matches!(self.parts.body, Body::Stream(_)) {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "this route streams its body (stream_body=True): read it with `async for chunk in request.stream()`",
+            ));
+        }
+        Ok(self
+            .body_obj
             .get_or_init(py, || match &self.parts.body {
-                Body::Empty => PyBytes::new(py, b"").unbind(),
+                Body::Empty | Body::Stream(_) => PyBytes::new(py, b"").unbind(),
                 Body::Slice(r) => PyBytes::new(py, &self.bytes(py)[r.clone()]).unbind(),
                 Body::Owned(v) => PyBytes::new(py, v).unbind(),
             })
-            .clone_ref(py)
+            .clone_ref(py))
     }
 
     fn charset(&self, py: Python<'_>) -> String {
@@ -262,7 +270,7 @@ impl Ready {
     }
 }
 
-fn ready(py: Python<'_>, value: Py<PyAny>) -> PyResult<Py<Ready>> {
+pub fn ready(py: Python<'_>, value: Py<PyAny>) -> PyResult<Py<Ready>> {
     Py::new(py, Ready { value })
 }
 
@@ -421,12 +429,25 @@ impl Request {
 
     /// The whole body as bytes (awaitable).
     fn body(&self, py: Python<'_>) -> PyResult<Py<Ready>> {
-        ready(py, self.body_bytes(py).into_any())
+        ready(py, self.body_bytes(py)?.into_any())
+    }
+
+    /// The body as an async iterator of `bytes` pieces: as they arrive on routes
+    /// declared with `stream_body=True`, in one piece otherwise.
+    fn stream(&self, py: Python<'_>) -> PyResult<Py<crate::protocol::BodyStream>> {
+        if let Body::Stream(stream) = &self.parts.body {
+            return Ok(stream.clone_ref(py));
+        }
+        let body = self.body_bytes(py)?;
+        Py::new(
+            py,
+            crate::protocol::BodyStream::complete(body.bind(py).as_bytes().to_vec()),
+        )
     }
 
     /// The body decoded with the Content-Type charset, utf-8 by default (awaitable).
     fn text(&self, py: Python<'_>) -> PyResult<Py<Ready>> {
-        let body = self.body_bytes(py);
+        let body = self.body_bytes(py)?;
         let charset = self.charset(py);
         let text = body.bind(py).call_method1("decode", (charset,))?;
         ready(py, text.unbind())
@@ -435,7 +456,7 @@ impl Request {
     /// The body parsed as JSON (awaitable); invalid JSON raises
     /// `HTTPException(400)`, so a handler need not catch it.
     fn json(&self, py: Python<'_>) -> PyResult<Py<Ready>> {
-        let body = self.body_bytes(py);
+        let body = self.body_bytes(py)?;
         let refs = pyrefs::get(py)?;
         match refs.json_loads.bind(py).call1((body,)) {
             Ok(value) => ready(py, value.unbind()),

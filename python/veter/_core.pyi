@@ -1,13 +1,14 @@
 """Type stubs for the Rust extension ``veter._core`` (kept in sync by mypy.stubtest)."""
 
 import asyncio
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from typing import Any, Generic, TypeVar, final
 
 from veter.datastructures import Headers, QueryParams
 
 __version__: str
 __all__ = [
+    "BodyStream",
     "Connection",
     "Dispatcher",
     "LogFile",
@@ -81,6 +82,13 @@ class LogFile:
     def buffered(self) -> int: ...
 
 @final
+class BodyStream:
+    """A request body as an async iterator of bytes pieces (``request.stream()``)."""
+
+    def __aiter__(self) -> BodyStream: ...
+    def __anext__(self) -> Awaitable[bytes]: ...
+
+@final
 class Request:
     @property
     def id(self) -> str | None: ...
@@ -114,6 +122,7 @@ class Request:
     @property
     def state(self) -> Any: ...
     def body(self) -> Ready[bytes]: ...
+    def stream(self) -> BodyStream: ...
     def text(self) -> Ready[str]: ...
     def json(self) -> Ready[Any]: ...
 
@@ -140,7 +149,7 @@ class StreamWriter:
 class Dispatcher:
     def __new__(
         cls,
-        routes: list[tuple[list[str], str, Callable[..., Any], bool]],
+        routes: list[tuple[list[str], str, Callable[..., Any], bool, bool]],
         app: Any,
         error_handler: Callable[[Request, BaseException], Response],
         *,

@@ -61,12 +61,16 @@ class App:
         *,
         blocking: bool = False,
         name: str | None = None,
+        stream_body: bool = False,
     ) -> None:
         """Register ``handler`` for ``methods`` on ``path``.
 
         ``path`` may hold ``{name}``, ``{name:int}`` and ``{name:path}`` parameters,
         passed to the handler as keyword arguments. ``blocking=True`` runs a plain
         ``def`` handler in the bounded thread pool instead of on the event loop.
+        ``stream_body=True`` starts an ``async def`` handler as soon as the request
+        head arrives; it reads the body with ``async for chunk in request.stream()``
+        as the body arrives (see docs/guide.md, "Requests").
         """
         self._check_open("add a route")
         if not callable(handler):
@@ -75,7 +79,9 @@ class App:
             raise ValueError(f"route path must start with '/': {path!r}")
         if blocking and is_async_callable(handler):
             raise TypeError(f"{path}: blocking=True is for plain def handlers, not async def")
-        self._routes.append(Route(path, normalise_methods(methods), handler, blocking, name))
+        if stream_body and not is_async_callable(handler):
+            raise TypeError(f"{path}: stream_body=True needs an async def handler (it awaits the body)")
+        self._routes.append(Route(path, normalise_methods(methods), handler, blocking, name, stream_body))
 
     def route(
         self,
@@ -84,9 +90,10 @@ class App:
         *,
         blocking: bool = False,
         name: str | None = None,
+        stream_body: bool = False,
     ) -> Callable[[H], H]:
         def register(handler: H) -> H:
-            self.add_route(path, handler, methods, blocking=blocking, name=name)
+            self.add_route(path, handler, methods, blocking=blocking, name=name, stream_body=stream_body)
             return handler
 
         return register
@@ -94,14 +101,20 @@ class App:
     def get(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
         return self.route(path, ("GET",), blocking=blocking, name=name)
 
-    def post(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
-        return self.route(path, ("POST",), blocking=blocking, name=name)
+    def post(
+        self, path: str, *, blocking: bool = False, name: str | None = None, stream_body: bool = False
+    ) -> Callable[[H], H]:
+        return self.route(path, ("POST",), blocking=blocking, name=name, stream_body=stream_body)
 
-    def put(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
-        return self.route(path, ("PUT",), blocking=blocking, name=name)
+    def put(
+        self, path: str, *, blocking: bool = False, name: str | None = None, stream_body: bool = False
+    ) -> Callable[[H], H]:
+        return self.route(path, ("PUT",), blocking=blocking, name=name, stream_body=stream_body)
 
-    def patch(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
-        return self.route(path, ("PATCH",), blocking=blocking, name=name)
+    def patch(
+        self, path: str, *, blocking: bool = False, name: str | None = None, stream_body: bool = False
+    ) -> Callable[[H], H]:
+        return self.route(path, ("PATCH",), blocking=blocking, name=name, stream_body=stream_body)
 
     def delete(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
         return self.route(path, ("DELETE",), blocking=blocking, name=name)
@@ -191,7 +204,7 @@ class App:
         table = []
         for route in self._routes:
             target, is_async = compose(route, self._middleware, self.handle_error)
-            table.append((list(route.methods), route.path, target, is_async))
+            table.append((list(route.methods), route.path, target, is_async, route.stream_body))
         skip = [] if config.access_log_health else [r.path for r in self._routes if r.name in PROBE_ROUTES]
         return _core.Dispatcher(
             table,

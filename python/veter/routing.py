@@ -40,6 +40,8 @@ class Route:
     handler: Handler
     blocking: bool = False
     name: str | None = None
+    #: The handler starts when the head arrives and reads the body with request.stream().
+    stream_body: bool = False
 
     @property
     def is_async(self) -> bool:

@@ -50,6 +50,7 @@ impl Completion {
             this.note_framing(framing);
             let mut bytes = Vec::new();
             let req = self.request.get();
+            let framing = this.close_if_upload_open(&req.parts, framing);
             let common = this.common().with_request_id(&req.exchange.id_line);
             let encoded = task
                 .call_method0("result")

@@ -58,6 +58,11 @@ impl Connection {
                         closing = true;
                     }
                 }
+                Reading::Stream(_) => {
+                    if !this.paused_for_upload && expired(now, this.last_activity, t.body) {
+                        this.expire_upload(py);
+                    }
+                }
                 Reading::Body(_) => {
                     if expired(now, this.last_activity, t.body) {
                         this.fail_with(408, "request body not received in time");
