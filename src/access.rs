@@ -74,6 +74,8 @@ pub struct Entry<'a> {
     pub bytes: usize,
     pub duration: Duration,
     pub request_id: &'a str,
+    /// When the response was made (wall clock).
+    pub wall: SystemTime,
 }
 
 pub struct AccessLog {
@@ -264,7 +266,7 @@ impl AccessLog {
     }
 
     pub fn record(&self, py: Python<'_>, entry: &Entry<'_>) {
-        let now = SystemTime::now();
+        let now = entry.wall;
         self.file.get().append_with(py, |out| match &self.format {
             Format::Text(segments) => {
                 for segment in segments {

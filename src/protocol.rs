@@ -165,6 +165,9 @@ pub struct Connection {
     write_paused_since: Option<Instant>,
     /// The `Date` line, refreshed once per read and per finished handler.
     date: encode::DateLine,
+    /// The wall clock at `clock.0`: access log times are derived from it, so a line
+    /// costs one monotonic clock read (its duration), not two.
+    clock: (Instant, std::time::SystemTime),
     /// The streamed response being written, if any; responses behind it wait.
     stream: Option<stream::Active>,
 }
@@ -211,9 +214,10 @@ impl Connection {
         if disp.metrics.is_none() && disp.access.is_none() {
             return;
         }
+        let now = Instant::now();
         let took = exchange
             .started
-            .map_or_else(Default::default, |s| s.elapsed());
+            .map_or_else(Default::default, |s| now.saturating_duration_since(s));
         if let Some(metrics) = &disp.metrics {
             metrics.observe(exchange.route, sent.status, took);
         }
@@ -235,6 +239,7 @@ impl Connection {
                 bytes: sent.body_bytes,
                 duration: took,
                 request_id: exchange.id(),
+                wall: self.clock.1 + now.saturating_duration_since(self.clock.0),
             },
         );
     }
@@ -278,6 +283,7 @@ impl Connection {
             head_started: None,
             write_paused_since: None,
             date: encode::date_line(),
+            clock: (Instant::now(), std::time::SystemTime::now()),
             stream: None,
         }
     }
@@ -593,6 +599,7 @@ impl Connection {
                         bytes: sent.body_bytes,
                         duration: std::time::Duration::ZERO,
                         request_id: "",
+                        wall: std::time::SystemTime::now(),
                     },
                 );
             });
@@ -1075,7 +1082,9 @@ impl Connection {
     fn data_received(slf: &Bound<'_, Self>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
         Self::with_borrow(slf, |this, py| {
             this.last_activity = Instant::now();
-            this.date = encode::date_line();
+            let wall = std::time::SystemTime::now();
+            this.date = encode::date_line_at(wall);
+            this.clock = (this.last_activity, wall);
             if let (Some(lp), Some(marker)) = (&this.event_loop, &this.end_iteration) {
                 let now = this.last_activity;
                 let overload = &this.disp.get().overload;

@@ -103,7 +103,11 @@ thread_local! {
 /// response: a batch of pipelined responses shares one clock read, and the copy
 /// they keep avoids a thread-local lookup per response.
 pub fn date_line() -> DateLine {
-    let now = SystemTime::now();
+    date_line_at(SystemTime::now())
+}
+
+/// The `Date` line for `now` (callers that also need the time read the clock once).
+pub fn date_line_at(now: SystemTime) -> DateLine {
     let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     DATE.with(|cell| {
         let mut cached = cell.borrow_mut();

@@ -25,7 +25,9 @@ impl Completion {
         disp.get().overload.finished(py);
         Connection::with_borrow(conn, |this, py| {
             this.in_flight = this.in_flight.saturating_sub(1);
-            this.date = encode::date_line();
+            let wall = std::time::SystemTime::now();
+            this.date = encode::date_line_at(wall);
+            this.clock = (std::time::Instant::now(), wall);
             if this.closed {
                 return Ok(());
             }
