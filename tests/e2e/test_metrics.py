@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 import veter
 
@@ -40,6 +41,16 @@ def test_single_process(serve: Callable[..., RunningServer]) -> None:
         sock.sendall(b"GET /items/1 HTTP/1.1\r\nHost: a\r\n\r\n" * 3 + b"GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
         read_responses(sock, 4)
     text = scrape(running.port)
+    # Prometheus's own parser reads the page: every family typed, every sample parsed.
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert families["veter_requests"].type == "counter"
+    assert families["veter_request_duration_seconds"].type == "histogram"
+    ok = [
+        s
+        for s in families["veter_requests"].samples
+        if s.labels == {"route": "/items/{n:int}", "status": "200"}
+    ]
+    assert [s.value for s in ok] == [3.0]
     assert sample(text, 'veter_requests_total{route="/items/{n:int}",status="200"}') == 3
     assert sample(text, 'veter_requests_total{route="(unmatched)",status="404"}') == 1
     assert sample(text, 'veter_request_duration_seconds_bucket{route="/items/{n:int}",le="+Inf"}') == 3

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 import veter
 from tests.polling import eventually
 from tests.pools.kinds import KINDS, Kind, app_with
 from tests.services import free_port
+from veter import metrics
 from veter.testing import AsyncTestClient
 
 pytestmark = pytest.mark.timeout(90)
@@ -54,6 +57,16 @@ async def test_query_readiness_and_figures(kind: Kind, server: Any) -> None:
         assert 1 <= stats["open"] <= 3
         assert stats["acquire_seconds_total"] > 0 and stats["acquire_seconds_max"] > 0
         assert stats["timeouts"] == 0 and stats["unavailable"] == 0
+        # The same figures on the metrics page, read back with Prometheus's parser.
+        page = metrics.render(metrics.collect(SimpleNamespace(app=app, dispatcher=None, lag_monitor=None)))  # type: ignore[arg-type]
+        samples = {
+            (s.name, s.labels.get("pool")): s.value
+            for family in text_string_to_metric_families(page)
+            for s in family.samples
+        }
+        assert samples[("veter_pool_size", pool.name)] == 3
+        assert samples[("veter_pool_acquires_total", pool.name)] >= 3
+        assert samples[("veter_pool_ready", pool.name)] == 1
     assert pool.state == "closed"
     assert pool.stats()["open"] == 0
 
