@@ -73,7 +73,7 @@ pub struct Entry<'a> {
     pub status: u16,
     pub bytes: usize,
     pub duration: Duration,
-    pub request_id: &'a str,
+    pub request_id: &'a [u8],
     /// When the response was made (wall clock).
     pub wall: SystemTime,
 }
@@ -299,7 +299,7 @@ impl AccessLog {
             Field::Status => out.extend_from_slice(digits.format(e.status).as_bytes()),
             Field::Bytes => out.extend_from_slice(digits.format(e.bytes).as_bytes()),
             Field::DurationMs => push_millis(out, e.duration),
-            Field::RequestId => out.extend_from_slice(or_dash(e.request_id.as_bytes())),
+            Field::RequestId => out.extend_from_slice(or_dash(e.request_id)),
             Field::Pid => out.extend_from_slice(digits.format(self.pid).as_bytes()),
         }
     }

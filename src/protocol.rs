@@ -238,7 +238,7 @@ impl Connection {
                 status: sent.status,
                 bytes: sent.body_bytes,
                 duration: took,
-                request_id: exchange.id(),
+                request_id: exchange.id_bytes(),
                 wall: self.clock.1 + now.saturating_duration_since(self.clock.0),
             },
         );
@@ -598,7 +598,7 @@ impl Connection {
                         status: sent.status,
                         bytes: sent.body_bytes,
                         duration: std::time::Duration::ZERO,
-                        request_id: "",
+                        request_id: b"",
                         wall: std::time::SystemTime::now(),
                     },
                 );

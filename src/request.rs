@@ -45,6 +45,12 @@ impl Exchange {
             crate::request_id::id_of(&self.id_line, self.id_start)
         }
     }
+
+    /// The id's bytes (no UTF-8 check: ids are ASCII by construction), or empty.
+    pub fn id_bytes(&self) -> &[u8] {
+        let end = self.id_line.len().saturating_sub(2);
+        self.id_line.get(self.id_start..end).unwrap_or_default()
+    }
 }
 
 impl Parts {
