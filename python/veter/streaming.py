@@ -21,6 +21,9 @@ __all__ = ["Content", "StreamingResponse"]
 
 log = logging.getLogger("veter.stream")
 
+# Pieces written without the loop turning before the pump yields to it anyway.
+_PIECES_PER_TURN = 16
+
 Content = AsyncIterable[bytes | str] | Iterable[bytes | str]
 
 
@@ -104,11 +107,20 @@ class StreamingResponse:
         try:
             if send_body:
                 loop = asyncio.get_running_loop()
+                unyielded = 0
                 async for piece in iterator:
                     if writer.write(piece):
                         waiter: asyncio.Future[None] = loop.create_future()
                         writer.wait(waiter)
                         await waiter
+                        unyielded = 0
+                    else:
+                        # A generator that never awaits must not hold the loop:
+                        # let other connections run every few pieces.
+                        unyielded += 1
+                        if unyielded >= _PIECES_PER_TURN:
+                            unyielded = 0
+                            await asyncio.sleep(0)
             ok = True
         except ConnectionError:
             pass  # the client went away; nothing to answer

@@ -221,7 +221,7 @@ impl StreamWriter {
     /// has gone.
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyBytes>) -> PyResult<bool> {
         let conn = self.conn.bind(py);
-        let (write, payload) = {
+        let (write, transport, payload) = {
             let mut this = conn.borrow_mut();
             if this.closed {
                 return Err(PyConnectionResetError::new_err("the client disconnected"));
@@ -254,12 +254,20 @@ impl StreamWriter {
                 }
                 BodyLength::UntilClose | BodyLength::Absent => data.clone(),
             };
-            let Some(write) = this.write.as_ref().map(|w| w.clone_ref(py)) else {
+            let (Some(write), Some(transport)) = (
+                this.write.as_ref().map(|w| w.clone_ref(py)),
+                this.transport.as_ref().map(|t| t.clone_ref(py)),
+            ) else {
                 return Err(PyConnectionResetError::new_err("the client disconnected"));
             };
-            (write, payload)
+            (write, transport, payload)
         };
         write.call1(py, (payload,))?;
+        // A transport whose peer went away drops writes silently and reports the
+        // loss only on a later loop turn: a generator that never awaits would spin.
+        if transport.call_method0(py, "is_closing")?.is_truthy(py)? {
+            return Err(PyConnectionResetError::new_err("the client disconnected"));
+        }
         Ok(conn.borrow().writing_paused)
     }
 

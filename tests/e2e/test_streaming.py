@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -64,6 +65,23 @@ def make_app(probe: Probe) -> veter.App:
     @app.get("/short")
     async def short(request: veter.Request) -> veter.StreamingResponse:
         return veter.StreamingResponse(iter([b"abc"]), content_length=5)
+
+    @app.get("/busy-pieces")
+    def busy_pieces(request: veter.Request) -> veter.StreamingResponse:
+        # Each piece takes a moment of work (without awaiting), so a client that
+        # reads keeps the transport's buffer empty: writing never pauses.
+        def body() -> Iterator[bytes]:
+            piece = b"s" * 512
+            try:
+                probe.started.set()
+                while True:
+                    time.sleep(0.0005)
+                    probe.produced += len(piece)
+                    yield piece
+            finally:
+                probe.closed.set()
+
+        return veter.StreamingResponse(body())
 
     @app.get("/endless")
     async def endless(request: veter.Request) -> veter.StreamingResponse:
@@ -221,6 +239,65 @@ def test_slow_client_pauses_the_generator(serve: Serve) -> None:
             assert chunk
             got += len(chunk)
         assert probe.produced > paused_at
+    assert probe.closed.wait(10)
+
+
+def test_a_reader_that_leaves_mid_stream_closes_a_generator_that_never_awaits(
+    serve: Serve,
+) -> None:
+    # The generator never awaits and the client keeps up, so writing never pauses:
+    # the pump itself must notice the closed transport (and let the loop turn).
+    probe = Probe()
+    server = serve(make_app(probe))
+    for target in ["/endless", "/busy-pieces"] * 10:
+        probe.closed.clear()
+        with server.connect() as sock:
+            # Leave with a reset, as a killed client does.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.sendall(f"GET {target} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+            sock.settimeout(10)
+            got = 0
+            while got < 64 * 1024:
+                chunk = sock.recv(1 << 20)
+                assert chunk
+                got += len(chunk)
+        assert probe.closed.wait(10), "generator not closed after the reader left"
+    # The loop is still serving.
+    with server.connect() as sock:
+        sock.sendall(b"GET /sized HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        assert read_responses(sock, 1)[0][0].content == b"abcde"
+
+
+def test_a_stream_that_never_awaits_does_not_starve_other_connections(serve: Serve) -> None:
+    probe = Probe()
+    server = serve(make_app(probe))
+    with server.connect() as streaming:
+        streaming.sendall(b"GET /endless HTTP/1.1\r\nHost: t\r\n\r\n")
+        streaming.settimeout(10)
+        assert probe.started.wait(10)
+        stop = threading.Event()
+
+        def drain() -> None:
+            while not stop.is_set():
+                try:
+                    if not streaming.recv(1 << 20):
+                        return
+                except OSError:
+                    return
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        try:
+            started = time.monotonic()
+            with server.connect() as other:
+                other.sendall(b"GET /sized HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+                other.settimeout(10)
+                assert read_responses(other, 1)[0][0].content == b"abcde"
+            assert time.monotonic() - started < 2.0
+        finally:
+            stop.set()
+            streaming.shutdown(socket.SHUT_RDWR)  # the reader's recv returns
+            reader.join(10)
     assert probe.closed.wait(10)
 
 
