@@ -27,8 +27,9 @@ use crate::timeouts::{self, Timeouts};
 /// How long a connection may stay idle once a graceful shutdown started.
 const DRAIN_IDLE: Duration = Duration::from_secs(1);
 
-/// A route as Python gives it: (methods, pattern, handler, `is_async`, `stream_body`).
-pub type RouteSpec = (Vec<String>, String, Py<PyAny>, bool, bool);
+/// A route as Python gives it: (methods, pattern, handler, `is_async`, `stream_body`,
+/// `websocket`).
+pub type RouteSpec = (Vec<String>, String, Py<PyAny>, bool, bool, bool);
 
 /// One handler, as the core calls it.
 pub struct Route {
@@ -36,6 +37,9 @@ pub struct Route {
     pub is_async: bool,
     /// The handler starts at the head and reads the body as a stream (`upload.rs`).
     pub stream_body: bool,
+    /// A WebSocket route: an upgrade request to it stops HTTP parsing until its
+    /// handler answers (`101` hands the connection over; anything else closes it).
+    pub websocket: bool,
     pub pattern: Py<PyString>,
     pub param_names: Vec<Py<PyString>>,
 }
@@ -46,6 +50,7 @@ pub struct Dispatcher {
     pub routes: Vec<Route>,
     /// Some route streams its body (only then is a head with a body routed early).
     pub has_stream_routes: bool,
+    pub has_websocket_routes: bool,
     pub limits: Limits,
     /// `Server: <value>\r\n`, or empty when the header is off.
     pub server_line: Vec<u8>,
@@ -281,6 +286,7 @@ impl Dispatcher {
         Ok(Dispatcher {
             router: tree,
             has_stream_routes: table.iter().any(|r| r.stream_body),
+            has_websocket_routes: table.iter().any(|r| r.websocket),
             routes: table,
             limits,
             server_line: server_header
@@ -445,7 +451,7 @@ impl Dispatcher {
 fn build_routes(py: Python<'_>, routes: Vec<RouteSpec>) -> PyResult<(Router, Vec<Route>)> {
     let mut tree = Router::new();
     let mut table = Vec::with_capacity(routes.len());
-    for (index, (methods, pattern, handler, is_async, stream_body)) in
+    for (index, (methods, pattern, handler, is_async, stream_body, websocket)) in
         routes.into_iter().enumerate()
     {
         let methods: Vec<&str> = methods.iter().map(String::as_str).collect();
@@ -460,6 +466,7 @@ fn build_routes(py: Python<'_>, routes: Vec<RouteSpec>) -> PyResult<(Router, Vec
             handler,
             is_async,
             stream_body,
+            websocket,
             pattern: PyString::new(py, &pattern).unbind(),
             param_names,
         });

@@ -16,6 +16,7 @@ pub mod request_id;
 pub mod response;
 pub mod router;
 pub mod timeouts;
+pub mod websocket;
 
 use pyo3::prelude::*;
 
@@ -29,6 +30,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<request::Ready>()?;
     m.add_class::<response::Response>()?;
     m.add_class::<logfile::LogFile>()?;
+    m.add_class::<websocket::WebSocketProtocol>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -79,6 +79,9 @@ enum Reading {
     Body(Box<Pending>),
     /// A body handed to a running handler as it arrives (see `upload.rs`).
     Stream(Box<upload::Upload>),
+    /// A WebSocket handshake is being answered: what the client sends meanwhile
+    /// waits in `buf` for the WebSocket protocol (or is dropped if it is refused).
+    Upgrading,
     Stopped,
 }
 
@@ -357,6 +360,7 @@ impl Connection {
             http10: head.version == Version::Http10,
             keep_alive: head.keep_alive && !shutting,
             head: is_head,
+            upgrade: false,
         }
     }
 
@@ -375,6 +379,10 @@ impl Connection {
                     if !self.feed_upload(py, data, &mut pos) {
                         return Ok(());
                     }
+                }
+                Reading::Upgrading => {
+                    self.buf.extend_from_slice(&data[pos..]);
+                    return Ok(());
                 }
                 Reading::Body(pending) => {
                     let done = match &mut pending.state {
@@ -494,7 +502,7 @@ impl Connection {
         // shifting of the header spans the parser produced.
         let (path, query) = request::split_target(&data[start..], head.target.clone());
         let is_head = &data[start + head.method.start..start + head.method.end] == b"HEAD";
-        let framing = self.framing_for(&head, is_head);
+        let mut framing = self.framing_for(&head, is_head);
         let mut parts = request::Parts {
             buf: chunk.clone().unbind(),
             base: start,
@@ -508,6 +516,18 @@ impl Connection {
         };
         self.spans = head.headers;
         let mut pos = start + head.len;
+        if head.upgrade
+            && framing.keep_alive
+            && matches!(head.body, BodyKind::Empty)
+            && self.disp.get().is_websocket(py, &parts)
+        {
+            // Nothing after this head is HTTP if the handler accepts: keep it aside.
+            framing.upgrade = true;
+            self.reading = Reading::Upgrading;
+            self.buf.extend_from_slice(&data[pos..]);
+            self.dispatch(py, parts, framing)?;
+            return Ok(data.len());
+        }
         if !matches!(head.body, BodyKind::Empty) && self.streams_body(py, &parts) {
             let length = match head.body {
                 BodyKind::Length(n) => Some(n),
@@ -634,9 +654,12 @@ impl Connection {
     /// Closes the connection after the responses already queued; reads no more.
     /// The framing for an answer to `parts`: closing when its streamed body is still
     /// being read (the rest of it is never read).
+    /// The same for any answer but the `101` to a WebSocket handshake, which left
+    /// the bytes after it unread.
     fn close_if_upload_open(&mut self, parts: &request::Parts, mut framing: Framing) -> Framing {
-        if Self::upload_open(parts) {
+        if Self::upload_open(parts) || framing.upgrade {
             framing.keep_alive = false;
+            framing.upgrade = false;
             self.note_framing(framing);
         }
         framing
@@ -842,7 +865,11 @@ impl Connection {
             Vec::new()
         };
         let req = request.get();
-        let framing = self.close_if_upload_open(&req.parts, framing);
+        let framing = if stream::is_upgrade(result) {
+            framing
+        } else {
+            self.close_if_upload_open(&req.parts, framing)
+        };
         let common = self.common().with_request_id(&req.exchange.id_line);
         let sent = match encode_result(py, common, result, framing, &mut bytes) {
             Ok(Encoded::Whole(sent)) => sent,
@@ -949,7 +976,8 @@ impl Connection {
             || self.paused_for_pipeline
             || self.paused_for_concurrency
             || self.paused_for_upload
-            || self.paused_for_capacity;
+            || self.paused_for_capacity
+            || (matches!(self.reading, Reading::Upgrading) && !self.buf.is_empty());
         if want_pause && !self.reading_paused && !self.closed {
             self.reading_paused = true;
             actions.pause_reading = true;
@@ -1008,6 +1036,23 @@ impl Connection {
             Some((obj, send_body)) => Self::start_pump(slf, &obj, send_body),
             None => Ok(()),
         }
+    }
+
+    /// This connection is over (lost, or handed to another protocol): nothing more
+    /// is read or written, and the transport <-> protocol and completion cycles break.
+    fn detach(&mut self) {
+        self.closed = true;
+        self.reading = Reading::Stopped;
+        self.buf = Vec::new();
+        self.out = Vec::new();
+        self.queue.clear();
+        self.transport = None;
+        self.write = None;
+        self.self_ref = None;
+        self.task_kwargs = None;
+        self.create_task = None;
+        self.event_loop = None;
+        self.end_iteration = None;
     }
 
     /// Parses input that waited in `buf` (after a pause), as if it just arrived.
@@ -1161,28 +1206,27 @@ impl Connection {
         // Why the connection went away does not change what is cleaned up.
         let _ = exc;
         let py = slf.py();
-        let (disp, id, pump) = {
+        let (disp, id, pump, unstarted) = {
             let mut this = slf.borrow_mut();
-            this.closed = true;
-            this.reading = Reading::Stopped;
-            this.buf = Vec::new();
-            this.out = Vec::new();
-            this.queue.clear();
-            // Break the transport <-> protocol and completion cycles.
-            this.transport = None;
-            this.write = None;
-            this.self_ref = None;
-            this.task_kwargs = None;
-            this.create_task = None;
-            this.event_loop = None;
-            this.end_iteration = None;
             let pump = this.stream.as_mut().and_then(|s| s.task.take());
-            (this.disp.clone_ref(py), this.id, pump)
+            // Streamed answers still queued never start: they are told so below.
+            let unstarted: Vec<Py<PyAny>> = this
+                .queue
+                .iter_mut()
+                .filter_map(|slot| slot.stream.take().map(|plan| plan.into_object()))
+                .collect();
+            this.detach();
+            (this.disp.clone_ref(py), this.id, pump, unstarted)
         };
         disp.get().unregister(py, id);
         if let Some(task) = pump {
             // The client is gone: the pump stops and closes its generator.
             if let Err(err) = task.call_method0(py, "cancel") {
+                err.print(py);
+            }
+        }
+        for obj in unstarted {
+            if let Err(err) = obj.call_method0(py, "_veter_abandon") {
                 err.print(py);
             }
         }

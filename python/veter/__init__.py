@@ -9,6 +9,7 @@ from veter.responses import json, redirect, text
 from veter.sse import EventSourceResponse
 from veter.staticfiles import FileResponse
 from veter.streaming import StreamingResponse
+from veter.websockets import WebSocket, WebSocketDisconnect
 
 __all__ = [
     "App",
@@ -21,6 +22,8 @@ __all__ = [
     "Response",
     "State",
     "StreamingResponse",
+    "WebSocket",
+    "WebSocketDisconnect",
     "json",
     "redirect",
     "run_in_thread",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import os
@@ -14,6 +15,7 @@ from veter.datastructures import State
 from veter.exceptions import HTTPException
 from veter.responses import Response
 from veter.routing import Handler, Middleware, Route, compose, is_async_callable, normalise_methods
+from veter.websockets import Sessions, WebSocketSettings, entry_for
 
 __all__ = ["App"]
 
@@ -50,6 +52,10 @@ class App:
         self._frozen = False
         self._started = False
         self._draining = False
+        self._serving_config = self.config
+        self._ws_settings: dict[int, WebSocketSettings] = {}
+        #: The open WebSocket connections of this process.
+        self.websockets = Sessions()
 
     # -- routes ---------------------------------------------------------------
 
@@ -118,6 +124,39 @@ class App:
 
     def delete(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
         return self.route(path, ("DELETE",), blocking=blocking, name=name)
+
+    def websocket(
+        self,
+        path: str,
+        *,
+        name: str | None = None,
+        max_message_size: int | None = None,
+        max_queue: int | None = None,
+        ping_interval: float | None = None,
+        ping_timeout: float | None = None,
+        close_timeout: float | None = None,
+    ) -> Callable[[H], H]:
+        """Register ``async def handler(ws, **params)`` for WebSocket connections on
+        ``path`` (see docs/websockets.md). The limits default to the server's
+        ``ws_*`` settings."""
+        settings = WebSocketSettings(max_message_size, max_queue, ping_interval, ping_timeout, close_timeout)
+        for field in dataclasses.fields(settings):
+            value = getattr(settings, field.name)
+            if value is not None and not value >= 0:
+                raise ValueError(f"{path}: {field.name} must be >= 0, got {value!r}")
+
+        def register(handler: H) -> H:
+            self._check_open("add a route")
+            if not is_async_callable(handler):
+                raise TypeError(f"{path}: a WebSocket handler must be an async def function (ws, **params)")
+            if not path.startswith("/"):
+                raise ValueError(f"route path must start with '/': {path!r}")
+            route = Route(path, ("GET",), handler, False, name, False, True)
+            self._ws_settings[id(route)] = settings
+            self._routes.append(route)
+            return handler
+
+        return register
 
     def static(
         self, prefix: str, directory: str | os.PathLike[str], *, index: str | None = "index.html"
@@ -200,11 +239,18 @@ class App:
         """Freeze the app and build the core's dispatcher (raises on route conflicts).
         ``access_log``: where the core writes one line per response (None: nowhere)."""
         config = config or self.config
+        self._serving_config = config
         self._frozen = True
         table = []
         for route in self._routes:
-            target, is_async = compose(route, self._middleware, self.handle_error)
-            table.append((list(route.methods), route.path, target, is_async, route.stream_body))
+            serving = route
+            if route.websocket:
+                entry = entry_for(route.handler, self._ws_settings[id(route)], self._config, self.websockets)
+                serving = dataclasses.replace(route, handler=entry)
+            target, is_async = compose(serving, self._middleware, self.handle_error)
+            table.append(
+                (list(route.methods), route.path, target, is_async, route.stream_body, route.websocket)
+            )
         skip = [] if config.access_log_health else [r.path for r in self._routes if r.name in PROBE_ROUTES]
         return _core.Dispatcher(
             table,
@@ -215,6 +261,9 @@ class App:
             metrics=config.metrics_path is not None,
             **config.dispatcher_kwargs(),
         )
+
+    def _config(self) -> ServerConfig:
+        return self._serving_config
 
     @property
     def started(self) -> bool:

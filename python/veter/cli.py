@@ -248,6 +248,36 @@ def main() -> None:
     default=None,
     help=f"Rotated log files kept [default: {_DEFAULTS.log_backups}].",
 )
+@click.option(
+    "--ws-max-message-size",
+    type=int,
+    default=None,
+    help=f"Largest WebSocket message accepted, in bytes [default: {_DEFAULTS.ws_max_message_size}].",
+)
+@click.option(
+    "--ws-max-queue",
+    type=int,
+    default=None,
+    help=f"Received WebSocket bytes held before reading pauses [default: {_DEFAULTS.ws_max_queue}].",
+)
+@click.option(
+    "--ws-ping-interval",
+    type=float,
+    default=None,
+    help=f"Seconds between WebSocket keep-alive pings (0: none) [default: {_DEFAULTS.ws_ping_interval}].",
+)
+@click.option(
+    "--ws-ping-timeout",
+    type=float,
+    default=None,
+    help=f"Seconds a WebSocket ping waits for its pong [default: {_DEFAULTS.ws_ping_timeout}].",
+)
+@click.option(
+    "--ws-close-timeout",
+    type=float,
+    default=None,
+    help=f"Seconds a WebSocket close waits for the peer's [default: {_DEFAULTS.ws_close_timeout}].",
+)
 @click.option("--workers", default=None, help="Worker processes, or 'auto' for one per CPU [default: 1].")
 @click.option("--single-process", is_flag=True, help="Serve in this process, without a master (debugging).")
 @click.option(

@@ -93,6 +93,16 @@ class ServerConfig:
     log_rotate_interval: float = 0.0
     #: Rotated files kept (name.1 is the newest); older ones are deleted.
     log_backups: int = 7
+    #: Largest WebSocket message accepted, in bytes (a bigger one closes with 1009).
+    ws_max_message_size: int = 1024 * 1024
+    #: Bytes of received WebSocket messages a connection holds before it stops reading.
+    ws_max_queue: int = 4 * 1024 * 1024
+    #: Seconds between keep-alive pings on a quiet WebSocket (0: no pings).
+    ws_ping_interval: float = 20.0
+    #: Seconds a ping waits for its pong before the connection is closed (1011).
+    ws_ping_timeout: float = 20.0
+    #: Seconds close() waits for the peer's close frame before dropping the connection.
+    ws_close_timeout: float = 5.0
 
     def __post_init__(self) -> None:
         # "off" turns these off from a flag, the environment or a TOML file alike.
@@ -108,6 +118,8 @@ class ServerConfig:
             "max_pipelined",
             "max_threads",
             "log_buffer_bytes",
+            "ws_max_message_size",
+            "ws_max_queue",
         )
         for name in positive:
             if getattr(self, name) < 1:
@@ -124,6 +136,11 @@ class ServerConfig:
         ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")
+        for name in ("ws_ping_interval", "ws_ping_timeout"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be a number of seconds >= 0 (0: off)")
+        if not self.ws_close_timeout > 0:
+            raise ValueError("ws_close_timeout must be a positive number of seconds")
         if not self.lag_threshold >= 0:
             raise ValueError("lag_threshold must be a number of seconds >= 0 (0: off)")
         if self.max_connections < 0:

@@ -42,6 +42,8 @@ class Route:
     name: str | None = None
     #: The handler starts when the head arrives and reads the body with request.stream().
     stream_body: bool = False
+    #: A WebSocket route: ``handler`` takes a ``veter.websockets.WebSocket``.
+    websocket: bool = False
 
     @property
     def is_async(self) -> bool:

@@ -174,6 +174,9 @@ class Server:
 
             self.dispatcher.shutdown(on_drained)
             await self._within(drained, deadline)
+        # WebSockets are told the server is going away (1001) and get until the
+        # deadline to finish their close handshake.
+        await self.app.websockets.close_all(deadline - loop.time())
         if self._server is not None:
             # Also waits for connections the loop accepted just before the listener
             # closed, whose protocol had not started yet when the drain began.

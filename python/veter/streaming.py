@@ -98,8 +98,15 @@ class StreamingResponse:
 
     # -- called by the core ---------------------------------------------------
 
-    def _veter_start(self, writer: StreamWriter, send_body: bool) -> asyncio.Task[None]:
+    def _veter_start(self, writer: StreamWriter, send_body: bool) -> asyncio.Task[None] | None:
+        """Called by the core when this response's turn comes: the task that pumps
+        the body (None for a response that is done at once, like an upgrade)."""
         return asyncio.get_running_loop().create_task(self._pump(writer, send_body))
+
+    def _veter_abandon(self) -> None:
+        """Called by the core when the connection went away before this response
+        was started: the content's generator is closed."""
+        asyncio.get_running_loop().create_task(_close(self.content))
 
     async def _pump(self, writer: StreamWriter, send_body: bool) -> None:
         iterator = self._iterate()

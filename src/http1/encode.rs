@@ -128,6 +128,7 @@ pub fn date_line_at(now: SystemTime) -> DateLine {
 
 /// What the connection decided about framing for one response.
 #[derive(Debug, Clone, Copy)]
+#[allow(clippy::struct_excessive_bools)] // four independent facts about one request
 pub struct Framing {
     /// HTTP/1.0 request: answer with `HTTP/1.0`-compatible keep-alive signalling.
     pub http10: bool,
@@ -135,6 +136,9 @@ pub struct Framing {
     pub keep_alive: bool,
     /// HEAD request: send the headers of the GET response but no body.
     pub head: bool,
+    /// A WebSocket handshake on a WebSocket route: its answer may be the `101`
+    /// that hands the connection over (any other answer closes it).
+    pub upgrade: bool,
 }
 
 /// Everything the encoder needs about one response.
@@ -334,6 +338,7 @@ pub fn encode_error(out: &mut Vec<u8>, status: u16, message: &str, common: Commo
         http10: false,
         keep_alive: false,
         head: false,
+        upgrade: false,
     };
     encode_response(out, &parts, framing, common)
 }
@@ -359,6 +364,7 @@ mod tests {
         http10: false,
         keep_alive: true,
         head: false,
+        upgrade: false,
     };
 
     fn encode(parts: &Parts<'_>, framing: Framing, common: Common<'_>) -> String {

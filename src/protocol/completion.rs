@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 
 use super::respond::{encode_error, encode_result, Encoded};
-use super::Connection;
+use super::{stream, Connection};
 use crate::http1::encode::{self, Framing};
 use crate::request::Request;
 
@@ -23,12 +23,19 @@ impl Completion {
         let conn = self.conn.bind(py);
         let disp = conn.borrow().disp.clone_ref(py);
         disp.get().overload.finished(py);
+        let mut unsent = None;
         Connection::with_borrow(conn, |this, py| {
             this.in_flight = this.in_flight.saturating_sub(1);
             let wall = std::time::SystemTime::now();
             this.date = encode::date_line_at(wall);
             this.clock = (std::time::Instant::now(), wall);
             if this.closed {
+                // The client left first: a streamed answer is told it will never start.
+                unsent = task
+                    .call_method0("result")
+                    .ok()
+                    .filter(stream::is_stream)
+                    .map(Bound::unbind);
                 return Ok(());
             }
             let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) else {
@@ -52,11 +59,14 @@ impl Completion {
             this.note_framing(framing);
             let mut bytes = Vec::new();
             let req = self.request.get();
-            let framing = this.close_if_upload_open(&req.parts, framing);
+            let result = task.call_method0("result");
+            let framing = match &result {
+                Ok(r) if stream::is_upgrade(r) => framing,
+                _ => this.close_if_upload_open(&req.parts, framing),
+            };
             let common = this.common().with_request_id(&req.exchange.id_line);
-            let encoded = task
-                .call_method0("result")
-                .and_then(|result| encode_result(py, common, &result, framing, &mut bytes));
+            let encoded =
+                result.and_then(|result| encode_result(py, common, &result, framing, &mut bytes));
             let mut plan = None;
             match encoded {
                 Ok(Encoded::Whole(sent)) => {
@@ -88,6 +98,9 @@ impl Completion {
             }
             this.drain_buffered(py)
         })?;
+        if let Some(obj) = unsent {
+            obj.call_method0(py, "_veter_abandon")?;
+        }
         // A handler slot freed: let connections waiting for one go on, in order.
         while let Some(waiting) = disp.get().overload.next_waiting() {
             Connection::with_borrow(waiting.bind(py), |this, py| {

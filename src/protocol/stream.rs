@@ -27,6 +27,14 @@ pub struct Plan {
     pub request: Option<Py<Request>>,
     length: BodyLength,
     send_body: bool,
+    upgrade: bool,
+}
+
+impl Plan {
+    /// The response object, for a plan that will never start (its connection is gone).
+    pub fn into_object(self) -> Py<PyAny> {
+        self.obj
+    }
 }
 
 /// The stream being written (the front of the queue is its placeholder slot).
@@ -39,12 +47,19 @@ pub struct Active {
     /// Bytes still owed under `Content-Length`.
     remaining: u64,
     send_body: bool,
+    upgrade: bool,
     pub(super) task: Option<Py<PyAny>>,
     pub(super) waiter: Option<Py<PyAny>>,
 }
 
 pub fn is_stream(obj: &Bound<'_, PyAny>) -> bool {
     obj.hasattr("__veter_stream__").unwrap_or(false)
+}
+
+/// The `101` of an accepted WebSocket handshake (`veter.websockets`): a stream
+/// without a body whose pump hands the connection over (`StreamWriter.upgrade`).
+pub fn is_upgrade(obj: &Bound<'_, PyAny>) -> bool {
+    obj.hasattr("__veter_upgrade__").unwrap_or(false)
 }
 
 const RESERVED: [&str; 3] = ["content-length", "transfer-encoding", "connection"];
@@ -57,13 +72,24 @@ pub fn plan(
     out: &mut Vec<u8>,
 ) -> PyResult<Plan> {
     let status = check_status(obj.getattr("status")?.extract()?)?;
+    let upgrade = is_upgrade(obj);
+    if upgrade != (status == 101) {
+        return Err(PyValueError::new_err(
+            "status 101 is sent only by WebSocket.accept()",
+        ));
+    }
+    if upgrade && !framing.upgrade {
+        return Err(PyValueError::new_err(
+            "WebSocket.accept() answers only a WebSocket handshake (GET with Upgrade: websocket)",
+        ));
+    }
     let content_type: Option<String> = obj.getattr("content_type")?.extract()?;
     let declared: Option<u64> = obj.getattr("content_length")?.extract()?;
     let headers: Vec<(String, String)> = obj.getattr("headers")?.extract()?;
     for (name, value) in &headers {
         check_header_name(name)?;
         check_header_value(name, value)?;
-        if RESERVED.contains(&name.to_ascii_lowercase().as_str()) {
+        if !upgrade && RESERVED.contains(&name.to_ascii_lowercase().as_str()) {
             return Err(PyValueError::new_err(format!(
                 "header {name:?} is set by the server and cannot be set by a handler"
             )));
@@ -72,6 +98,16 @@ pub fn plan(
     if let Some(ct) = &content_type {
         check_header_value("content-type", ct)?;
     }
+    // The 101 goes out as is: its own `Connection: Upgrade`, no framing headers.
+    let framing = if upgrade {
+        Framing {
+            keep_alive: true,
+            http10: false,
+            ..framing
+        }
+    } else {
+        framing
+    };
     let length = if encode::status_forbids_body(status) {
         BodyLength::Absent
     } else if let Some(n) = declared {
@@ -96,6 +132,7 @@ pub fn plan(
         request: None,
         length,
         send_body: !framing.head && length != BodyLength::Absent,
+        upgrade,
     })
 }
 
@@ -135,6 +172,7 @@ impl Connection {
                 _ => 0,
             },
             send_body: plan.send_body,
+            upgrade: plan.upgrade,
             task: None,
             waiter: None,
         });
@@ -287,6 +325,50 @@ impl StreamWriter {
         if ready {
             future.call_method1("set_result", (py.None(),))?;
         }
+        Ok(())
+    }
+
+    /// Hands the connection to `protocol` after an accepted WebSocket handshake
+    /// (its `101` has been written): the transport switches protocol and gets the
+    /// bytes the client sent after the handshake. This connection is done.
+    fn upgrade(&self, py: Python<'_>, protocol: &Bound<'_, PyAny>) -> PyResult<()> {
+        let conn = self.conn.bind(py);
+        let (transport, rest, resume, disp, id) = {
+            let mut this = conn.borrow_mut();
+            if this.closed {
+                return Err(PyConnectionResetError::new_err("the client disconnected"));
+            }
+            if !this.stream.as_ref().is_some_and(|a| a.upgrade) {
+                return Err(PyValueError::new_err(
+                    "only the answer to an accepted WebSocket handshake can upgrade",
+                ));
+            }
+            let Some(active) = this.stream.take() else {
+                return Ok(());
+            };
+            if let Some(request) = &active.request {
+                let req = request.get();
+                let sent = encode::Sent {
+                    status: 101,
+                    body_bytes: 0,
+                };
+                this.record_response(py, &req.parts, &req.exchange, sent);
+            }
+            let rest = std::mem::take(&mut this.buf);
+            let resume = this.reading_paused;
+            let transport = this.transport.take();
+            this.detach();
+            (transport, rest, resume, this.disp.clone_ref(py), this.id)
+        };
+        disp.get().unregister(py, id);
+        let Some(transport) = transport else {
+            return Err(PyConnectionResetError::new_err("the client disconnected"));
+        };
+        transport.call_method1(py, "set_protocol", (protocol,))?;
+        if resume {
+            transport.call_method0(py, "resume_reading")?;
+        }
+        protocol.call_method1("_attach", (transport, PyBytes::new(py, &rest)))?;
         Ok(())
     }
 

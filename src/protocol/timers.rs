@@ -69,7 +69,7 @@ impl Connection {
                         closing = true;
                     }
                 }
-                Reading::Head | Reading::Stopped => {}
+                Reading::Head | Reading::Upgrading | Reading::Stopped => {}
             }
             if let Some(limit) = t.request {
                 this.expire_handlers(py, now, limit, &mut cancel);

@@ -252,6 +252,22 @@ impl Dispatcher {
     }
 }
 
+impl Dispatcher {
+    /// Whether the route for this head is a WebSocket route.
+    pub(super) fn is_websocket(&self, py: Python<'_>, parts: &Parts) -> bool {
+        if !self.has_websocket_routes {
+            return false;
+        }
+        let head = &parts.buf.bind(py).as_bytes()[parts.base..];
+        let method = std::str::from_utf8(&head[parts.method.clone()]).unwrap_or("");
+        let path = std::str::from_utf8(&head[parts.path.clone()]).unwrap_or("");
+        match self.router.lookup(method, path) {
+            Lookup::Found { route, .. } => self.routes[route].websocket,
+            _ => false,
+        }
+    }
+}
+
 impl Connection {
     pub(super) fn streams_body(&self, py: Python<'_>, parts: &Parts) -> bool {
         self.disp.get().streams_body(py, parts)

@@ -1,0 +1,649 @@
+//! WebSocket connections (RFC 6455): the protocol a connection switches to after `101`.
+//!
+//! The HTTP connection hands its transport over (`StreamWriter.upgrade`, see
+//! `protocol/stream.rs`); from then on this object is the transport's protocol.
+//! Frames are parsed, unmasked and checked here; fragments are joined into
+//! messages (text checked as UTF-8 as it arrives); pings are answered and the
+//! close handshake is done without Python. Python (`veter.websockets`) sees whole
+//! messages, `str` or `bytes`, through `receive`, and sends through `send`.
+//!
+//! State, all of it here:
+//! - `attached`: the transport, or none yet (frames sent before are held in
+//!   `early` and written when it arrives) or none any more (`lost`);
+//! - `buf`: bytes of an incomplete frame; `message`: the fragments of the message
+//!   being received;
+//! - `inbox`: messages not yet received by Python; above `max_queue` bytes the
+//!   transport stops reading until Python catches up (backpressure);
+//! - closing: `sent_close` / `received_close`; once both are true (or the
+//!   connection failed) the transport is closed; `code` / `reason` say why.
+//!
+//! Borrowing: `transport.write` may call `pause_writing` synchronously, so every
+//! call into the transport happens after the borrow is released (`Effects`).
+
+pub mod frame;
+
+use std::collections::VecDeque;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+
+use frame::{Failure, Opcode};
+
+/// What to do with the transport once the connection is no longer borrowed.
+#[derive(Default)]
+struct Effects {
+    write: Vec<u8>,
+    close: bool,
+    pause_reading: bool,
+    resume_reading: bool,
+}
+
+#[pyclass(module = "veter._core", name = "WebSocketProtocol")]
+#[allow(clippy::struct_excessive_bools)] // each flag is one documented part of the state above
+pub struct WebSocketProtocol {
+    transport: Option<Py<PyAny>>,
+    write: Option<Py<PyAny>>,
+    early: Vec<u8>,
+    lost: bool,
+    buf: Vec<u8>,
+    message: Vec<u8>,
+    message_kind: Option<Opcode>,
+    utf8: frame::Utf8Check,
+    inbox: VecDeque<(Py<PyAny>, usize)>,
+    inbox_bytes: usize,
+    receiver: Option<Py<PyAny>>,
+    drain_waiters: Vec<Py<PyAny>>,
+    close_waiters: Vec<Py<PyAny>>,
+    sent_close: bool,
+    received_close: bool,
+    /// The connection failed (protocol error, message too big, ...): nothing more is read.
+    failed: bool,
+    code: Option<u16>,
+    reason: String,
+    writing_paused: bool,
+    reading_paused: bool,
+    pongs: u64,
+    max_message: usize,
+    max_queue: usize,
+    /// `veter.websockets.WebSocketDisconnect`, raised to Python with (code, reason).
+    disconnect: Py<PyAny>,
+    messages_in: u64,
+    messages_out: u64,
+}
+
+impl WebSocketProtocol {
+    /// Reading is over: a close was received, the connection failed, or it is lost.
+    fn ended(&self) -> bool {
+        self.received_close || self.failed || self.lost
+    }
+
+    fn disconnect_error(&self, py: Python<'_>) -> PyErr {
+        let code = self.code.unwrap_or(1006);
+        match self.disconnect.bind(py).call1((code, self.reason.as_str())) {
+            Ok(exc) => PyErr::from_value(exc),
+            Err(err) => err,
+        }
+    }
+
+    /// Sends a close frame (once) and, when the peer's close has been seen or the
+    /// connection failed, closes the transport after it.
+    fn send_close(&mut self, fx: &mut Effects, code: u16, reason: &str) {
+        if !self.sent_close {
+            self.sent_close = true;
+            let payload = frame::close_payload(code, reason);
+            self.queue_frame(fx, Opcode::Close, &payload);
+        }
+        if self.received_close || self.failed {
+            fx.close = true;
+        }
+    }
+
+    fn queue_frame(&mut self, fx: &mut Effects, opcode: Opcode, payload: &[u8]) {
+        if self.transport.is_some() {
+            frame::write_frame(&mut fx.write, opcode, true, payload);
+        } else if !self.lost {
+            frame::write_frame(&mut self.early, opcode, true, payload);
+        }
+    }
+
+    /// Fails the connection: a close frame with `failure`'s code, then the transport closes.
+    fn fail(&mut self, py: Python<'_>, fx: &mut Effects, failure: &Failure) -> PyResult<()> {
+        self.failed = true;
+        if self.code.is_none() {
+            self.code = Some(failure.code);
+            failure.reason.clone_into(&mut self.reason);
+        }
+        self.buf.clear();
+        self.message.clear();
+        self.send_close(fx, failure.code, failure.reason);
+        self.wake_receiver(py)
+    }
+
+    /// Parses every complete frame in `data`; returns how many bytes it used.
+    fn parse(&mut self, py: Python<'_>, fx: &mut Effects, data: &[u8]) -> PyResult<usize> {
+        let mut pos = 0;
+        while !self.ended() {
+            let room = self.max_message.saturating_sub(self.message.len());
+            let header = match frame::read_header(&data[pos..], room) {
+                Ok(Some(h)) => h,
+                Ok(None) => break,
+                Err(failure) => {
+                    self.fail(py, fx, &failure)?;
+                    break;
+                }
+            };
+            let end = pos + header.header_len + header.payload_len;
+            if data.len() < end {
+                break;
+            }
+            let payload = &data[pos + header.header_len..end];
+            pos = end;
+            if header.opcode.is_control() {
+                let mut plain = Vec::with_capacity(payload.len());
+                frame::unmask_into(payload, header.mask, 0, &mut plain);
+                self.on_control(py, fx, header.opcode, &plain)?;
+            } else {
+                self.on_data(py, fx, header.fin, header.opcode, payload, header.mask)?;
+            }
+        }
+        Ok(pos)
+    }
+
+    fn on_control(
+        &mut self,
+        py: Python<'_>,
+        fx: &mut Effects,
+        opcode: Opcode,
+        payload: &[u8],
+    ) -> PyResult<()> {
+        match opcode {
+            Opcode::Ping => {
+                if !self.sent_close {
+                    self.queue_frame(fx, Opcode::Pong, payload);
+                }
+            }
+            Opcode::Pong => self.pongs += 1,
+            _ => match frame::parse_close(payload) {
+                Ok((code, reason)) => {
+                    self.received_close = true;
+                    if self.code.is_none() {
+                        self.code = Some(code);
+                        self.reason = reason;
+                    }
+                    // Echo the peer's code (RFC 6455 section 5.5.1), then close.
+                    self.send_close(fx, code, "");
+                    self.wake_receiver(py)?;
+                }
+                Err(failure) => self.fail(py, fx, &failure)?,
+            },
+        }
+        Ok(())
+    }
+
+    fn on_data(
+        &mut self,
+        py: Python<'_>,
+        fx: &mut Effects,
+        fin: bool,
+        opcode: Opcode,
+        payload: &[u8],
+        mask: [u8; 4],
+    ) -> PyResult<()> {
+        let kind = match (opcode, self.message_kind) {
+            (Opcode::Continuation, Some(kind)) => kind,
+            (Opcode::Continuation, None) => {
+                let failure = frame::Failure {
+                    code: frame::PROTOCOL_ERROR,
+                    reason: "continuation frame without a message to continue",
+                };
+                return self.fail(py, fx, &failure);
+            }
+            (_, Some(_)) => {
+                let failure = frame::Failure {
+                    code: frame::PROTOCOL_ERROR,
+                    reason: "new message before the last one ended",
+                };
+                return self.fail(py, fx, &failure);
+            }
+            (kind, None) => {
+                self.message_kind = Some(kind);
+                kind
+            }
+        };
+        frame::unmask_into(payload, mask, 0, &mut self.message);
+        if kind == Opcode::Text {
+            if let Err(failure) = self.utf8.feed(&self.message, fin) {
+                return self.fail(py, fx, &failure);
+            }
+        }
+        if !fin {
+            return Ok(());
+        }
+        self.message_kind = None;
+        self.utf8.reset();
+        let size = self.message.len();
+        let message = if kind == Opcode::Text {
+            // Checked above, piece by piece.
+            let text = std::str::from_utf8(&self.message).unwrap_or_default();
+            PyString::new(py, text).into_any().unbind()
+        } else {
+            PyBytes::new(py, &self.message).into_any().unbind()
+        };
+        if self.message.capacity() > 64 * 1024 {
+            self.message = Vec::new();
+        } else {
+            self.message.clear();
+        }
+        self.messages_in += 1;
+        self.deliver(py, fx, message, size)
+    }
+
+    fn deliver(
+        &mut self,
+        py: Python<'_>,
+        fx: &mut Effects,
+        message: Py<PyAny>,
+        size: usize,
+    ) -> PyResult<()> {
+        if self.inbox.is_empty() {
+            if let Some(waiter) = self.receiver.take() {
+                let waiter = waiter.bind(py);
+                if !waiter.call_method0("done")?.is_truthy()? {
+                    waiter.call_method1("set_result", (message,))?;
+                    return Ok(());
+                }
+            }
+        }
+        self.inbox.push_back((message, size));
+        self.inbox_bytes += size;
+        if self.inbox_bytes > self.max_queue && !self.reading_paused {
+            self.reading_paused = true;
+            fx.pause_reading = true;
+        }
+        Ok(())
+    }
+
+    /// A parked `receive` learns that no message will come.
+    fn wake_receiver(&mut self, py: Python<'_>) -> PyResult<()> {
+        if !self.inbox.is_empty() {
+            return Ok(());
+        }
+        if let Some(waiter) = self.receiver.take() {
+            let waiter = waiter.bind(py);
+            if !waiter.call_method0("done")?.is_truthy()? {
+                waiter
+                    .call_method1("set_exception", (self.disconnect_error(py).into_value(py),))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn perform(slf: &Bound<'_, Self>, fx: Effects) -> PyResult<()> {
+        let py = slf.py();
+        let (transport, write) = {
+            let this = slf.borrow();
+            (
+                this.transport.as_ref().map(|t| t.clone_ref(py)),
+                this.write.as_ref().map(|w| w.clone_ref(py)),
+            )
+        };
+        let Some(transport) = transport else {
+            return Ok(());
+        };
+        if let (false, Some(write)) = (fx.write.is_empty(), write) {
+            write.call1(py, (PyBytes::new(py, &fx.write),))?;
+        }
+        if fx.close {
+            transport.call_method0(py, "close")?;
+        } else if fx.pause_reading {
+            transport.call_method0(py, "pause_reading")?;
+        } else if fx.resume_reading {
+            transport.call_method0(py, "resume_reading")?;
+        }
+        Ok(())
+    }
+
+    fn with_effects(
+        slf: &Bound<'_, Self>,
+        f: impl FnOnce(&mut Self, Python<'_>, &mut Effects) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let mut fx = Effects::default();
+        {
+            let mut this = slf.borrow_mut();
+            f(&mut this, slf.py(), &mut fx)?;
+        }
+        Self::perform(slf, fx)
+    }
+
+    fn settle(py: Python<'_>, waiters: Vec<Py<PyAny>>) -> PyResult<()> {
+        for waiter in waiters {
+            let waiter = waiter.bind(py);
+            if !waiter.call_method0("done")?.is_truthy()? {
+                waiter.call_method1("set_result", (py.None(),))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl WebSocketProtocol {
+    #[new]
+    #[pyo3(signature = (disconnect, *, max_message, max_queue))]
+    fn new(disconnect: Py<PyAny>, max_message: usize, max_queue: usize) -> Self {
+        WebSocketProtocol {
+            transport: None,
+            write: None,
+            early: Vec::new(),
+            lost: false,
+            buf: Vec::new(),
+            message: Vec::new(),
+            message_kind: None,
+            utf8: frame::Utf8Check::default(),
+            inbox: VecDeque::new(),
+            inbox_bytes: 0,
+            receiver: None,
+            drain_waiters: Vec::new(),
+            close_waiters: Vec::new(),
+            sent_close: false,
+            received_close: false,
+            failed: false,
+            code: None,
+            reason: String::new(),
+            writing_paused: false,
+            reading_paused: false,
+            pongs: 0,
+            max_message,
+            max_queue,
+            disconnect,
+            messages_in: 0,
+            messages_out: 0,
+        }
+    }
+
+    /// Takes over `transport` (called by the HTTP connection after the `101`);
+    /// `rest`: bytes the client sent after its handshake.
+    fn _attach(slf: &Bound<'_, Self>, transport: &Bound<'_, PyAny>, rest: &[u8]) -> PyResult<()> {
+        {
+            let mut this = slf.borrow_mut();
+            this.write = Some(transport.getattr("write")?.unbind());
+            this.transport = Some(transport.clone().unbind());
+        }
+        let early = std::mem::take(&mut slf.borrow_mut().early);
+        Self::perform(
+            slf,
+            Effects {
+                write: early,
+                ..Effects::default()
+            },
+        )?;
+        if !rest.is_empty() {
+            Self::data_received(slf, rest)?;
+        }
+        Ok(())
+    }
+
+    /// The connection went away before the handshake's answer was sent.
+    fn _abandon(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Self::connection_lost(slf, None)
+    }
+
+    #[allow(clippy::unused_self)] // asyncio calls it on the protocol object
+    fn connection_made(&self, transport: &Bound<'_, PyAny>) {
+        // `_attach` does the work: the transport changes hands with set_protocol,
+        // which does not call this.
+        let _ = transport;
+    }
+
+    fn data_received(slf: &Bound<'_, Self>, data: &[u8]) -> PyResult<()> {
+        Self::with_effects(slf, |this, py, fx| {
+            if this.ended() {
+                return Ok(());
+            }
+            if this.buf.is_empty() {
+                let used = this.parse(py, fx, data)?;
+                if !this.ended() {
+                    this.buf.extend_from_slice(&data[used..]);
+                }
+            } else {
+                this.buf.extend_from_slice(data);
+                let buf = std::mem::take(&mut this.buf);
+                let used = this.parse(py, fx, &buf)?;
+                if !this.ended() {
+                    this.buf = buf;
+                    this.buf.drain(..used);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    #[allow(clippy::unused_self)] // asyncio calls it on the protocol object
+    fn eof_received(&self) -> bool {
+        false
+    }
+
+    fn connection_lost(slf: &Bound<'_, Self>, exc: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let _ = exc;
+        let py = slf.py();
+        let (drain, closed) = {
+            let mut this = slf.borrow_mut();
+            this.lost = true;
+            if this.code.is_none() {
+                this.code = Some(1006);
+            }
+            this.transport = None;
+            this.write = None;
+            this.buf = Vec::new();
+            this.message = Vec::new();
+            this.early = Vec::new();
+            this.wake_receiver(py)?;
+            (
+                std::mem::take(&mut this.drain_waiters),
+                std::mem::take(&mut this.close_waiters),
+            )
+        };
+        Self::settle(py, drain)?;
+        Self::settle(py, closed)
+    }
+
+    fn pause_writing(&mut self) {
+        self.writing_paused = true;
+    }
+
+    fn resume_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let waiters = {
+            let mut this = slf.borrow_mut();
+            this.writing_paused = false;
+            std::mem::take(&mut this.drain_waiters)
+        };
+        Self::settle(slf.py(), waiters)
+    }
+
+    /// The next message (`str` or `bytes`), or None after parking `future`, which
+    /// then gets the message or the disconnect. Raises the disconnect when the
+    /// peer closed and every message before its close has been received.
+    fn receive(slf: &Bound<'_, Self>, future: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
+        let py = slf.py();
+        let mut fx = Effects::default();
+        let result = {
+            let mut this = slf.borrow_mut();
+            if let Some((message, size)) = this.inbox.pop_front() {
+                this.inbox_bytes = this.inbox_bytes.saturating_sub(size);
+                if this.reading_paused && this.inbox_bytes <= this.max_queue / 2 && !this.ended() {
+                    this.reading_paused = false;
+                    fx.resume_reading = true;
+                }
+                Some(message)
+            } else if this.ended() {
+                return Err(this.disconnect_error(py));
+            } else {
+                let waiting = match &this.receiver {
+                    // A receive that was cancelled (a timeout) left its future done.
+                    Some(w) => !w.bind(py).call_method0("done")?.is_truthy()?,
+                    None => false,
+                };
+                if waiting {
+                    return Err(PyTypeError::new_err(
+                        "another task is already waiting in receive() on this WebSocket",
+                    ));
+                }
+                this.receiver = Some(future.clone().unbind());
+                None
+            }
+        };
+        Self::perform(slf, fx)?;
+        Ok(result)
+    }
+
+    /// Sends one message: `str` as text, `bytes` (or bytearray, memoryview) as
+    /// binary, or as text with `text=True` (the caller vouches that they are
+    /// UTF-8, as JSON from orjson is). Returns whether the transport is above its
+    /// high watermark (the caller then waits in `wait_writable`).
+    #[pyo3(signature = (data, *, text = false))]
+    fn send(slf: &Bound<'_, Self>, data: &Bound<'_, PyAny>, text: bool) -> PyResult<bool> {
+        let py = slf.py();
+        let mut fx = Effects::default();
+        {
+            let mut this = slf.borrow_mut();
+            if this.sent_close || this.lost {
+                return Err(this.disconnect_error(py));
+            }
+            if let Ok(text) = data.cast::<PyString>() {
+                this.queue_frame(&mut fx, Opcode::Text, text.to_str()?.as_bytes());
+            } else if let Ok(bytes) = data.cast::<PyBytes>() {
+                let opcode = if text { Opcode::Text } else { Opcode::Binary };
+                this.queue_frame(&mut fx, opcode, bytes.as_bytes());
+            } else {
+                let bytes: Vec<u8> = data.extract().map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "a WebSocket message is str or bytes, not {}",
+                        data.get_type()
+                            .name()
+                            .map_or_else(|_| "?".into(), |n| n.to_string())
+                    ))
+                })?;
+                this.queue_frame(&mut fx, Opcode::Binary, &bytes);
+            }
+            this.messages_out += 1;
+        }
+        Self::perform(slf, fx)?;
+        let this = slf.borrow();
+        if let Some(t) = &this.transport {
+            // A transport whose peer reset drops writes silently; report it now, so
+            // a sender that never awaits does not spin.
+            if t.call_method0(py, "is_closing")?.is_truthy(py)? && !this.sent_close {
+                return Err(this.disconnect_error(py));
+            }
+        }
+        Ok(this.writing_paused)
+    }
+
+    /// Sends a ping carrying `data` (at most 125 bytes).
+    fn ping(slf: &Bound<'_, Self>, data: &[u8]) -> PyResult<()> {
+        if data.len() > 125 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "a ping carries at most 125 bytes",
+            ));
+        }
+        Self::with_effects(slf, |this, py, fx| {
+            if this.sent_close || this.lost {
+                return Err(this.disconnect_error(py));
+            }
+            this.queue_frame(fx, Opcode::Ping, data);
+            Ok(())
+        })
+    }
+
+    /// Starts the closing handshake with `code` and `reason` (once; later calls do
+    /// nothing). The transport closes when the peer answers, or at once if it
+    /// already sent its close.
+    fn close(slf: &Bound<'_, Self>, code: u16, reason: &str) -> PyResult<()> {
+        if !(frame::is_valid_close_code(code) || code == 1005) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{code} is not a close code an endpoint may send"
+            )));
+        }
+        Self::with_effects(slf, |this, _py, fx| {
+            if this.lost {
+                return Ok(());
+            }
+            if this.code.is_none() && !this.received_close {
+                this.code = Some(code);
+                reason.clone_into(&mut this.reason);
+            }
+            this.send_close(fx, code, reason);
+            Ok(())
+        })
+    }
+
+    /// Closes the transport at once (a peer that does not answer the close).
+    fn abort(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let transport = slf.borrow().transport.as_ref().map(|t| t.clone_ref(py));
+        if let Some(t) = transport {
+            t.call_method0(py, "abort")?;
+        }
+        Ok(())
+    }
+
+    /// Parks `future` until the transport drains (or the connection is lost).
+    fn wait_writable(&mut self, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        if self.writing_paused && !self.lost {
+            self.drain_waiters.push(future.clone().unbind());
+        } else {
+            future.call_method1("set_result", (future.py().None(),))?;
+        }
+        Ok(())
+    }
+
+    /// Parks `future` until the connection is gone.
+    fn wait_closed(&mut self, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        if self.lost {
+            future.call_method1("set_result", (future.py().None(),))?;
+        } else {
+            self.close_waiters.push(future.clone().unbind());
+        }
+        Ok(())
+    }
+
+    /// The close code: the peer's, or the one this side sent or failed with;
+    /// 1006 when the connection was lost without one; None while open.
+    #[getter]
+    fn close_code(&self) -> Option<u16> {
+        self.code
+    }
+
+    #[getter]
+    fn close_reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// Pongs received so far (the keep-alive ping compares it).
+    #[getter]
+    fn pongs(&self) -> u64 {
+        self.pongs
+    }
+
+    #[getter]
+    fn closing(&self) -> bool {
+        self.sent_close || self.ended()
+    }
+
+    #[getter]
+    fn lost(&self) -> bool {
+        self.lost
+    }
+
+    #[getter]
+    fn attached(&self) -> bool {
+        self.transport.is_some()
+    }
+
+    /// Messages received and sent (for metrics).
+    #[getter]
+    fn counts(&self) -> (u64, u64) {
+        (self.messages_in, self.messages_out)
+    }
+}

@@ -1,0 +1,105 @@
+"""The Python side of WebSockets without a socket: route declaration, settings,
+and which handshakes are refused with what (tests/e2e/test_websockets.py covers
+the protocol over real connections)."""
+
+from __future__ import annotations
+
+import pytest
+
+import veter
+from veter.config import ServerConfig
+from veter.testing import TestClient
+from veter.websockets import WebSocketDisconnect, WebSocketSettings
+
+KEY = "dGhlIHNhbXBsZSBub25jZQ=="
+
+
+def make_app() -> veter.App:
+    app = veter.App()
+
+    @app.websocket("/ws")
+    async def ws(ws: veter.WebSocket) -> None:
+        await ws.accept()
+
+    return app
+
+
+def handshake(**overrides: str | None) -> dict[str, str]:
+    headers = {
+        "Upgrade": "websocket",
+        "Connection": "Upgrade",
+        "Sec-WebSocket-Key": KEY,
+        "Sec-WebSocket-Version": "13",
+    }
+    for name, value in overrides.items():
+        name = name.replace("_", "-")
+        if value is None:
+            headers.pop(name, None)
+        else:
+            headers[name] = value
+    return headers
+
+
+def test_route_declaration_checks() -> None:
+    app = veter.App()
+    with pytest.raises(TypeError, match="async def"):
+
+        @app.websocket("/ws")
+        def sync(ws: veter.WebSocket) -> None: ...
+
+    with pytest.raises(ValueError, match="must start with '/'"):
+
+        @app.websocket("ws")
+        async def nopath(ws: veter.WebSocket) -> None: ...
+
+    with pytest.raises(ValueError, match="max_message_size"):
+        app.websocket("/ws", max_message_size=-1)
+
+
+def test_settings_default_to_the_server_settings() -> None:
+    config = ServerConfig(ws_max_message_size=5, ws_ping_interval=0)
+    resolved = WebSocketSettings(max_queue=7).resolved(config)
+    assert resolved == WebSocketSettings(5, 7, 0.0, config.ws_ping_timeout, config.ws_close_timeout)
+
+
+def test_server_settings_are_validated() -> None:
+    with pytest.raises(ValueError, match="ws_max_message_size"):
+        ServerConfig(ws_max_message_size=0)
+    with pytest.raises(ValueError, match="ws_ping_interval"):
+        ServerConfig(ws_ping_interval=-1)
+    with pytest.raises(ValueError, match="ws_close_timeout"):
+        ServerConfig(ws_close_timeout=0)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "status"),
+    [
+        ({"Upgrade": None, "Connection": None}, 426),
+        ({"Upgrade": "h2c"}, 426),
+        ({"Sec-WebSocket-Version": "8"}, 426),
+        ({"Sec-WebSocket-Version": None}, 426),
+        ({"Sec-WebSocket-Key": None}, 400),
+        ({"Sec-WebSocket-Key": "c2hvcnQ="}, 400),
+        ({"Sec-WebSocket-Key": "not base64!!!!!!!!!!!!=="}, 400),
+    ],
+)
+def test_refused_handshakes(overrides: dict[str, str | None], status: int) -> None:
+    with TestClient(make_app()) as client:
+        response = client.get("/ws", headers=handshake(**overrides))
+        assert response.status_code == status
+        if status == 426:
+            assert response.headers["sec-websocket-version"] == "13"
+
+
+def test_disconnect_carries_code_and_reason() -> None:
+    exc = WebSocketDisconnect(4001, "gone")
+    assert (exc.code, exc.reason) == (4001, "gone")
+    assert str(exc) == "WebSocket closed (4001: gone)"
+    assert str(WebSocketDisconnect()) == "WebSocket closed (1000)"
+
+
+def test_close_codes_an_endpoint_may_not_send_are_refused() -> None:
+    protocol = veter._core.WebSocketProtocol(WebSocketDisconnect, max_message=10, max_queue=10)
+    for code in (999, 1004, 1006, 1015, 2000, 5000):
+        with pytest.raises(ValueError, match="not a close code"):
+            protocol.close(code, "")
