@@ -16,9 +16,10 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 EXTRA_PYTHONS ?= 3.12 3.13
 PYENV_ROOT ?= $(shell pyenv root 2>/dev/null || echo $(HOME)/.pyenv)
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml tests/websockets/autobahn/requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	bash scripts/install-services.sh
+	bash tests/websockets/autobahn/install.sh
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "maturin>=1.7,<2" "uvloop>=0.21" "orjson>=3.10" "click>=8.1" "watchfiles>=0.21" \
 		"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" "hypothesis>=6.100" "prometheus-client>=0.20" "websockets>=13" "mypy>=1.13" "ruff>=0.8" \
