@@ -69,6 +69,15 @@ if [ ! -x "$WORK/bin/gohttp" ] || [ go/main.go -nt "$WORK/bin/gohttp" ]; then
         say "no Go toolchain: go-nethttp will be reported as not available"
     fi
 fi
+# wsload, the ws scenario's load generator (gorilla/websocket from the Go module proxy).
+if [ ! -x "$WORK/bin/wsload" ] || [ -n "$(find go/wsload -newer "$WORK/bin/wsload" -type f 2>/dev/null)" ]; then
+    if command -v go >/dev/null; then
+        say "go build wsload"
+        (cd go/wsload && go build -o ../../"$WORK"/bin/wsload .) || say "go build of wsload failed"
+    else
+        say "no Go toolchain: the ws scenario will report every server as not available"
+    fi
+fi
 # veter runs on the lead's interpreter (VETER_PYTHON, default ../.venv/bin/python): the db and
 # redis+log scenarios need the same clients the peers use, installed for that interpreter
 # into a --target dir that only those scenarios put on PYTHONPATH.

@@ -14,12 +14,38 @@ VETER_COLOUR = "#d62728"
 
 def bars(result: Result, cells: list[str], metric: str, path: Path, xlabel: str, log: bool = False) -> None:
     """Horizontal grouped bars: one group per server (best first), one bar per cell."""
-    lower_is_better = metric.endswith("_ms")
-    servers = sorted(
-        measured_servers(result),
-        key=lambda s: (value(result, s, cells[0], metric) or 0.0) * (1 if lower_is_better else -1),
-    )
+    servers = _best_first(result, cells[0], metric)
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.13 * len(servers) * max(1, len(cells))))
+    _bar_panel(ax, result, servers, cells, metric, xlabel, log)
+    ax.set_title(result["title"])
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def bar_panels(result: Result, cells: list[str], panels: list[tuple[str, str, bool]], path: Path) -> None:
+    """`bars` side by side, one panel per (metric, xlabel, log), servers in the same order
+    in every panel (best first by the first panel's metric on the first cell)."""
+    servers = _best_first(result, cells[0], panels[0][0])
+    height = 2.0 + 0.2 * len(servers) * max(1, len(cells))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), height), squeeze=False)
+    for ax, (metric, xlabel, log) in zip(axes[0], panels, strict=True):
+        _bar_panel(ax, result, servers, cells, metric, xlabel, log)
+    fig.suptitle(result["title"])
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _best_first(result: Result, cell: str, metric: str) -> list[str]:
+    lower_is_better = metric.endswith("_ms")
+    return sorted(
+        measured_servers(result),
+        key=lambda s: (value(result, s, cell, metric) or 0.0) * (1 if lower_is_better else -1),
+    )
+
+
+def _bar_panel(ax, result: Result, servers: list[str], cells: list[str], metric: str, xlabel: str, log: bool) -> None:
     height = 0.8 / max(1, len(cells))
     for i, cell in enumerate(cells):
         ys = [n + i * height for n in range(len(servers))]
@@ -36,10 +62,6 @@ def bars(result: Result, cells: list[str], metric: str, path: Path, xlabel: str,
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", which="both", alpha=0.3)
     ax.legend(fontsize="small", loc="lower right")
-    ax.set_title(result["title"])
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def latency_curves(result: Result, path: Path) -> None:

@@ -132,3 +132,61 @@ def _quantile(sorted_values: list[float], q: float) -> float | None:
     if not sorted_values:
         return None
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+# wsload's own bounds: 60 s to open the connections, 5 s per round trip, 2 s to close.
+WSLOAD_SLACK_S = 90
+
+
+def ws_url(http_url: str) -> str:
+    return "ws" + http_url.removeprefix("http")
+
+
+def wsload(url: str, connections: int, seconds: float, size: int = 32, server_pgid: int | None = None) -> Metrics:
+    """Closed-loop WebSocket echo (go/wsload): `connections` clients, all connected before
+    the clock starts, each sending a `size`-byte text message and waiting for its echo
+    before the next. With `server_pgid`, the server's CPU time over the window only."""
+    argv = [str(paths.WSLOAD), "-url", url, "-c", str(connections), "-d", f"{seconds}s", "-size", str(size)]
+    if server_pgid:
+        argv += ["-server-pgid", str(server_pgid)]
+    argv = _pinned(argv)
+    command = shlex.join(argv)
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=seconds + WSLOAD_SLACK_S)
+    except subprocess.TimeoutExpired:
+        return {"error": f"wsload did not finish within {seconds + WSLOAD_SLACK_S:.0f}s", "command": command}
+    try:
+        raw = json.loads(out.stdout)
+    except json.JSONDecodeError:
+        return {
+            "error": f"wsload gave no JSON (exit {out.returncode}): {out.stderr.strip()[-300:]}",
+            "command": command,
+        }
+    metrics: Metrics = {
+        "connections": raw["connections"],
+        "connected": raw["connected"],
+        "connect_errors": raw["connect_errors"],
+        "connect_s": raw["connect_s"],
+        "command": command,
+    }
+    if raw.get("error"):
+        return {**metrics, "error": raw["error"]}
+    latency = raw.get("latency_ms") or {}
+    metrics.update(
+        {
+            "round_trips": raw["round_trips"],
+            "round_trips_per_s": raw["round_trips_per_s"],
+            "errors": raw["errors"],
+            "error_kinds": raw["error_kinds"],
+            "unfinished": raw["unfinished"],
+            "loadgen_cpu_share": raw["loadgen_cpu_s"] / raw["duration_s"],
+        }
+    )
+    for name in ("p50", "p90", "p99", "p999", "max", "mean"):
+        metrics[f"{name}_ms"] = latency.get(name)
+    if raw.get("first_error"):
+        metrics["first_error"] = raw["first_error"]
+    if "server_cpu_s" in raw and raw["round_trips"]:
+        metrics["server_cpu_s"] = raw["server_cpu_s"]
+        metrics["cpu_us_per_round_trip"] = raw["server_cpu_s"] / raw["round_trips"] * 1e6
+    return metrics

@@ -65,6 +65,7 @@ def describe() -> dict[str, Any]:
             "oha": _run([str(paths.OHA), "--version"]),
             "nginx": _run(["/usr/sbin/nginx", "-v"]),
             "go": _run(["go", "version"]),
+            "wsload": _run([str(paths.WSLOAD), "-version"]),
             "python (peers)": _run([str(paths.PEERS_BIN / "python"), "--version"]),
             "python (japronto)": _run([str(paths.JAPRONTO_VENV / "bin" / "python"), "--version"]),
             "python (veter)": _run([str(paths.VETER_PYTHON), "--version"]),

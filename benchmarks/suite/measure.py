@@ -65,6 +65,7 @@ class Plan:
     server_env: dict[str, str] = field(default_factory=dict)
     ready_route: str = "plaintext"
     warmup_route: str | None = None  # None: the ready route
+    warmup: Callable[[Target], Metrics] | None = None  # None: wrk on warmup_route
     # Run after each server stops, with that round's cell metrics; stored as cell AFTER_KEY.
     after: Callable[[Target, list[Metrics]], Metrics] | None = None
 
@@ -152,6 +153,9 @@ def _start(plan: Plan, server: Server, settings: Settings, outcome: Outcome, hea
         outcome.servers[server.name]["argv"] = argv
         outcome.servers[server.name]["command"] = _shell_line(server, port, env, argv)
     target = Target(server, running, settings)
+    if plan.warmup is not None:
+        say(f"{head}: warmed up ({_brief(plan.warmup(target))})")
+        return target
     warm = loadgen.wrk(target.url(plan.warmup_route or plan.ready_route), 50, settings.warmup)
     say(f"{head}: warmed up ({warm.get('rps', 0):,.0f} req/s)")
     return target
@@ -195,6 +199,10 @@ def _shell_line(server: Server, port: int, env: dict[str, str], argv: list[str])
 def _brief(metrics: Metrics) -> str:
     if "error" in metrics:
         return f"error: {metrics['error']}"
+    if "round_trips_per_s" in metrics:
+        p99 = metrics.get("p99_ms")
+        p99_text = f"{p99:.1f} ms" if p99 is not None else "n/a"
+        return f"{metrics['round_trips_per_s']:,.0f} round trips/s, p99 {p99_text}, {metrics.get('errors', 0)} errors"
     if "rps" in metrics:
         return f"{metrics['rps']:,.0f} req/s, {metrics.get('errors', 0)} errors"
     if "p99_ms" in metrics:

@@ -17,6 +17,7 @@ PEERS_BIN = PEERS_VENV / "bin"
 OHA = WORK / "cargo" / "bin" / "oha"
 WRK = Path("/usr/bin/wrk")
 GO_BIN = WORK / "bin" / "gohttp"
+WSLOAD = WORK / "bin" / "wsload"  # go/wsload, the WebSocket echo load generator
 
 VETER_PYTHON = Path(os.environ.get("VETER_PYTHON", str(REPO / ".venv" / "bin" / "python")))
 

@@ -25,6 +25,7 @@ ROUTES = {
     "redis": "/redis",
     "fanout": "/fanout/7",
     "cpu5": "/cpu5",
+    "ws": "/ws",  # WebSocket echo (the ws scenario)
 }
 HELLO = frozenset({"plaintext", "json"})
 ASYNC = HELLO | {"sleep1", "sleep10", "sleep50", "sleep100", "hard", "block"}

@@ -3,7 +3,7 @@ plan(settings), table(result) and chart(result, path)."""
 
 from types import ModuleType
 
-from . import accesslog, blocking, db, engine, fanout, hard, hello, matrix, overload, redis_log, scaling, sleep50
+from . import accesslog, blocking, db, engine, fanout, hard, hello, matrix, overload, redis_log, scaling, sleep50, ws
 
 ORDER: list[ModuleType] = [
     engine,
@@ -18,5 +18,6 @@ ORDER: list[ModuleType] = [
     scaling,
     overload,
     accesslog,
+    ws,
 ]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in ORDER}
