@@ -7,12 +7,15 @@ in-memory transport, on an event loop of its own, so plain (sync) pytest tests w
         assert client.get("/items/1").json() == {"id": 1}
 
 ``AsyncTestClient`` does the same on the running loop, for async tests.
+``client.websocket_connect(path)`` opens a WebSocket to a ``@app.websocket`` route
+(see ``veter.testing_websocket``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import contextlib
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
@@ -24,8 +27,17 @@ from veter.app import App
 from veter.config import ServerConfig
 from veter.datastructures import Headers
 from veter.loops import loop_factory
+from veter.testing_websocket import AsyncTestWebSocket, TestWebSocket, WebSocketRejected, handshake_request
 
-__all__ = ["AsyncTestClient", "MemoryTransport", "TestClient", "TestResponse"]
+__all__ = [
+    "AsyncTestClient",
+    "AsyncTestWebSocket",
+    "MemoryTransport",
+    "TestClient",
+    "TestResponse",
+    "TestWebSocket",
+    "WebSocketRejected",
+]
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -60,8 +72,9 @@ class _ResponseReader:
     """Parses one response from bytes the protocol wrote (the test's own parser:
     it trusts the server and only needs Content-Length, chunked or close framing)."""
 
-    def __init__(self, head_request: bool) -> None:
+    def __init__(self, head_request: bool, *, upgrade: bool = False) -> None:
         self.head_request = head_request
+        self.upgrade = upgrade
 
     def parse(self, data: bytes, closed: bool) -> tuple[TestResponse, int] | None:
         start = 0
@@ -75,6 +88,8 @@ class _ResponseReader:
             headers = [tuple(line.split(": ", 1)) for line in lines[1:]]
             pairs: list[tuple[str, str]] = [(h[0], h[1]) for h in headers if len(h) == 2]
             body_start = end + 4
+            if status == 101 and self.upgrade:
+                return TestResponse(status, rest[0] if rest else "", pairs, b""), body_start
             if 100 <= status < 200:
                 start = body_start  # interim response (100 Continue): skip it
                 continue
@@ -121,9 +136,9 @@ class _ResponseReader:
 class MemoryTransport(asyncio.Transport):
     """An asyncio transport that keeps what the protocol writes in memory."""
 
-    def __init__(self, protocol: asyncio.Protocol, client: tuple[str, int]) -> None:
+    def __init__(self, protocol: Any, client: tuple[str, int]) -> None:
         super().__init__()
-        self._protocol = protocol
+        self._protocol = protocol  # veter's Connection, then its WebSocketProtocol
         self._loop = asyncio.get_running_loop()
         self.data = bytearray()
         self.closed = False
@@ -151,6 +166,12 @@ class MemoryTransport(asyncio.Transport):
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return self._extra.get(name, default)
+
+    def set_protocol(self, protocol: Any) -> None:
+        self._protocol = protocol
+
+    def get_protocol(self) -> Any:
+        return self._protocol
 
     def pause_reading(self) -> None:
         self.reading = False
@@ -201,6 +222,7 @@ class AsyncTestClient:
         self.client = client
         self.timeout = timeout
         self._dispatcher: _core.Dispatcher | None = None
+        self._websockets: set[AsyncTestWebSocket] = set()
 
     async def __aenter__(self) -> AsyncTestClient:
         await self.app.startup()
@@ -210,6 +232,14 @@ class AsyncTestClient:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        # WebSockets a test left open go away like a client that vanished (1006).
+        for ws in self._websockets:
+            if ws.close_code is None:
+                ws.close_code = 1006
+                ws._transport.close()
+        self._websockets.clear()
+        await asyncio.sleep(0)  # let connection_lost run
+        await self.app.websockets.close_all(self.timeout)
         await self.app.shutdown()
 
     @property
@@ -263,6 +293,55 @@ class AsyncTestClient:
 
     async def get(self, path: str, **kw: Any) -> TestResponse:
         return await self.request("GET", path, **kw)
+
+    async def open_websocket(
+        self,
+        path: str,
+        *,
+        subprotocols: list[str] | None = None,
+        headers: Mapping[str, str] | list[tuple[str, str]] | None = None,
+    ) -> AsyncTestWebSocket:
+        """Do the opening handshake on a new connection; the open connection, or
+        ``WebSocketRejected`` with the server's answer when it is not ``101``."""
+        pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers or [])
+        conn = self.dispatcher()
+        transport = MemoryTransport(conn, self.client)
+        conn.connection_made(transport)
+        conn.data_received(handshake_request(path, pairs, subprotocols))
+        reader = _ResponseReader(False, upgrade=True)
+        async with asyncio.timeout(self.timeout):
+            while (parsed := reader.parse(bytes(transport.data), transport.closed)) is None:
+                if transport.closed:
+                    raise ConnectionError(
+                        f"connection closed before a full response: {bytes(transport.data)!r}"
+                    )
+                await transport.changed()
+        response, offset = parsed
+        if response.status != 101:
+            transport.close()
+            await asyncio.sleep(0)  # let connection_lost run
+            raise WebSocketRejected(response)
+        ws = AsyncTestWebSocket(transport, response, offset, self.timeout)
+        self._websockets.add(ws)
+        return ws
+
+    @contextlib.asynccontextmanager
+    async def websocket_connect(
+        self,
+        path: str,
+        *,
+        subprotocols: list[str] | None = None,
+        headers: Mapping[str, str] | list[tuple[str, str]] | None = None,
+    ) -> AsyncIterator[AsyncTestWebSocket]:
+        """``async with client.websocket_connect("/ws") as ws:``; closed (1000) on exit
+        unless it is closed already."""
+        ws = await self.open_websocket(path, subprotocols=subprotocols, headers=headers)
+        try:
+            yield ws
+        finally:
+            if ws.close_code is None:
+                await ws.close()
+            self._websockets.discard(ws)
 
     async def head(self, path: str, **kw: Any) -> TestResponse:
         return await self.request("HEAD", path, **kw)
@@ -330,6 +409,21 @@ class TestClient:
 
     def get(self, path: str, **kw: Any) -> TestResponse:
         return self.request("GET", path, **kw)
+
+    def websocket_connect(
+        self,
+        path: str,
+        *,
+        subprotocols: list[str] | None = None,
+        headers: Mapping[str, str] | list[tuple[str, str]] | None = None,
+    ) -> TestWebSocket:
+        """``with client.websocket_connect("/ws") as ws:`` (``WebSocketRejected`` when the
+        handshake is refused); closed (1000) on exit unless it is closed already."""
+
+        def connect() -> Coroutine[Any, Any, AsyncTestWebSocket]:
+            return self._async.open_websocket(path, subprotocols=subprotocols, headers=headers)
+
+        return TestWebSocket(connect, self._run)
 
     def head(self, path: str, **kw: Any) -> TestResponse:
         return self.request("HEAD", path, **kw)
