@@ -177,7 +177,7 @@ def veter_unavailable() -> str | None:
 @dataclass(frozen=True)
 class Veter(Server):
     def unavailable(self) -> str | None:
-        return veter_unavailable()
+        return super().unavailable() or veter_unavailable()
 
 
 PEERS_PY = _py(paths.PEERS_BIN)

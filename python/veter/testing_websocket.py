@@ -44,9 +44,12 @@ class WebSocketRejected(Exception):
         self.response = response
 
 
-def handshake_request(path: str, headers: list[tuple[str, str]], subprotocols: list[str] | None) -> bytes:
-    """The client's opening handshake (RFC 6455 section 4.1) for ``path``."""
-    key = base64.b64encode(os.urandom(16)).decode()
+def handshake_request(
+    path: str, headers: list[tuple[str, str]], subprotocols: list[str] | None, *, key: str | None = None
+) -> bytes:
+    """The client's opening handshake (RFC 6455 section 4.1) for ``path``, with
+    ``key`` as Sec-WebSocket-Key (a random one by default)."""
+    key = key or base64.b64encode(os.urandom(16)).decode()
     pairs = [
         ("Host", "testserver"),
         ("Upgrade", "websocket"),
@@ -62,22 +65,28 @@ def handshake_request(path: str, headers: list[tuple[str, str]], subprotocols: l
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-def client_frame(opcode: int, payload: bytes, *, fin: bool = True) -> bytes:
-    """One masked frame, as a client sends it."""
-    head = bytearray([(0x80 if fin else 0) | opcode])
+def client_frame(
+    opcode: int, payload: bytes, *, fin: bool = True, masked: bool = True, rsv: int = 0
+) -> bytes:
+    """One frame as a client sends it: masked, reserved bits clear (``masked=False``
+    and ``rsv`` make the mistakes a server must refuse)."""
+    head = bytearray([(0x80 if fin else 0) | (rsv << 4) | opcode])
     n = len(payload)
+    bit = 0x80 if masked else 0
     if n < 126:
-        head.append(0x80 | n)
+        head.append(bit | n)
     elif n < 1 << 16:
-        head.append(0x80 | 126)
+        head.append(bit | 126)
         head += struct.pack("!H", n)
     else:
-        head.append(0x80 | 127)
+        head.append(bit | 127)
         head += struct.pack("!Q", n)
+    if not masked:
+        return bytes(head) + payload
     mask = os.urandom(4)
     key = (mask * (n // 4 + 1))[:n]
-    masked = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
-    return bytes(head) + mask + masked
+    body = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
+    return bytes(head) + mask + body
 
 
 def _server_frame(data: bytearray, start: int) -> tuple[bool, int, bytes, int] | None:

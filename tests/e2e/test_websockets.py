@@ -49,15 +49,7 @@ def make_app(seen: Seen) -> veter.App:
         await ws.close(4000, "bye")
         seen.ended.set()
 
-    @app.websocket("/small", max_message_size=1000)
-    async def small(ws: WebSocket) -> None:
-        await ws.accept()
-        try:
-            async for message in ws:
-                await ws.send(message)
-        finally:
-            seen.codes.append(ws.close_code or 0)
-            seen.ended.set()
+    app.websocket("/small", max_message_size=1000)(echo)
 
     @app.websocket("/refuse")
     async def refuse(ws: WebSocket) -> None:

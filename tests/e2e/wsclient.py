@@ -10,9 +10,21 @@ import socket
 import struct
 from dataclasses import dataclass
 
-GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+from veter.testing_websocket import (
+    BINARY,
+    CLOSE,
+    CONTINUATION,
+    PING,
+    PONG,
+    TEXT,
+    client_frame,
+    handshake_request,
+)
 
-TEXT, BINARY, CLOSE, PING, PONG, CONT = 0x1, 0x2, 0x8, 0x9, 0xA, 0x0
+__all__ = ["BINARY", "CLOSE", "CONT", "PING", "PONG", "TEXT", "Frame", "WsClient", "close_frame", "frame"]
+
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+CONT = CONTINUATION
 
 
 @dataclass
@@ -30,19 +42,7 @@ class Frame:
 
 
 def frame(opcode: int, payload: bytes, *, fin: bool = True, mask: bool = True, rsv: int = 0) -> bytes:
-    head = bytes([(0x80 if fin else 0) | (rsv << 4) | opcode])
-    n = len(payload)
-    bit = 0x80 if mask else 0
-    if n < 126:
-        head += bytes([bit | n])
-    elif n < 65536:
-        head += bytes([bit | 126]) + struct.pack("!H", n)
-    else:
-        head += bytes([bit | 127]) + struct.pack("!Q", n)
-    if not mask:
-        return head + payload
-    key = os.urandom(4)
-    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+    return client_frame(opcode, payload, fin=fin, masked=mask, rsv=rsv)
 
 
 def close_frame(code: int, reason: bytes = b"") -> bytes:
@@ -61,16 +61,8 @@ class WsClient:
     ) -> int:
         """Sends the handshake (plus ``after`` in the same write); returns the status."""
         key = base64.b64encode(os.urandom(16)).decode()
-        lines = [
-            f"GET {path} HTTP/1.1",
-            "Host: test",
-            "Upgrade: websocket",
-            "Connection: Upgrade",
-            f"Sec-WebSocket-Key: {key}",
-            "Sec-WebSocket-Version: 13",
-        ]
-        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + after)
+        request = handshake_request(path, list((headers or {}).items()), None, key=key)
+        self.sock.sendall(request + after)
         while b"\r\n\r\n" not in self.buf:
             chunk = self.sock.recv(65536)
             if not chunk:

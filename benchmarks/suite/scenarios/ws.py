@@ -1,7 +1,5 @@
 """WebSocket echo: closed-loop round trips with 1,000 and 100 connected clients."""
 
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
@@ -9,7 +7,7 @@ from ..charts import bar_panels
 from ..loadgen import Metrics, ws_url, wsload
 from ..measure import Cell, Plan, Settings, Target
 from ..report import Result, md_table, measured_servers, num, value
-from ..servers import Server, veter_unavailable
+from ..servers import Server, Veter
 from ..variants import uvicorn
 
 NAME = "ws"
@@ -59,32 +57,10 @@ def _aiohttp(port: int, workers: int) -> list[str]:
     return [str(paths.PEERS_BIN / "python"), "ws_aiohttp.py"]
 
 
-@dataclass(frozen=True)
-class VeterWs(Server):
-    """veter, once its WebSocket support is there: the app module must import."""
-
-    def unavailable(self) -> str | None:
-        reason = super().unavailable() or veter_unavailable()
-        if reason:
-            return reason
-        probe = subprocess.run(
-            [str(paths.VETER_PYTHON), "-c", "import benchmarks.apps.ws_veter"],
-            cwd=paths.REPO,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-        )
-        if probe.returncode != 0:
-            last = (probe.stderr.strip().splitlines() or ["unknown error"])[-1]
-            return f"veter has no WebSocket support here: {last}"
-        return None
-
-
 def _servers() -> list[Server]:
     needs = (paths.PEERS_BIN / "python", paths.WSLOAD)
     return [
-        VeterWs("veter", "veter, @app.websocket echo", ROUTES, _veter, cwd=paths.REPO, needs=(paths.WSLOAD,)),
+        Veter("veter", "veter, @app.websocket echo", ROUTES, _veter, cwd=paths.REPO, needs=(paths.WSLOAD,)),
         Server(
             "uvicorn-websockets",
             "uvicorn --ws websockets (uvloop, httptools), raw ASGI echo",
