@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Install the database servers the integration tests start for themselves
-# (PostgreSQL, Redis, MariaDB), skipping what is already there. Idempotent.
-# The tests never use the system services: they run private instances on free
-# loopback ports (tests/pools/servers.py).
+# Install the servers the integration tests start for themselves (PostgreSQL,
+# Redis, MariaDB, and nginx for the deployment tests), skipping what is already
+# there. Idempotent. The tests never use the system services: they run private
+# instances on free loopback ports (tests/services.py).
 set -euo pipefail
 
 pkgs=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
+[ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
 { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } || pkgs+=(mariadb-server)
 
 if [ "${#pkgs[@]}" -eq 0 ]; then

@@ -24,9 +24,6 @@ use crate::request_id::RequestIds;
 use crate::router::tree::Router;
 use crate::timeouts::{self, Timeouts};
 
-/// How long a connection may stay idle once a graceful shutdown started.
-const DRAIN_IDLE: Duration = Duration::from_secs(1);
-
 /// A route as Python gives it: (methods, pattern, handler, `is_async`, `stream_body`,
 /// `websocket`).
 pub type RouteSpec = (Vec<String>, String, Py<PyAny>, bool, bool, bool);
@@ -405,36 +402,32 @@ impl Dispatcher {
     fn tick(&self, py: Python<'_>) -> PyResult<usize> {
         let now = Instant::now();
         let mut closed = 0;
-        // While draining, a connection that was accepted but sends nothing is not
-        // waited for as long as a keep-alive one.
-        let mut timeouts = self.timeouts;
-        if self.shutting_down.load(Ordering::Relaxed) {
-            timeouts.keepalive = timeouts.keepalive.min(DRAIN_IDLE);
-        }
+        // Draining changes no timeout: an idle connection is closed when its
+        // keep-alive time is up, as it would have been anyway (see `shutdown`).
         for conn in self.snapshot(py) {
-            if Connection::check_timers(conn.bind(py), now, &timeouts)? {
+            if Connection::check_timers(conn.bind(py), now, &self.timeouts)? {
                 closed += 1;
             }
         }
         Ok(closed)
     }
 
-    /// Starts a graceful shutdown: idle connections close now, busy ones after their
-    /// in-flight responses (sent with `Connection: close`). `on_drained` is called once
-    /// no connection is left (at once if there is none).
-    fn shutdown(&self, py: Python<'_>, on_drained: Py<PyAny>) -> PyResult<()> {
+    /// Starts a graceful shutdown: from now on every response is its connection's
+    /// last (`Connection: close`). Idle keep-alive connections are not closed now:
+    /// a client may be sending its next request on one at this very moment, and a
+    /// close would lose it (a reset the client cannot safely retry if it was a
+    /// POST). They close when their keep-alive time is up, as they would have
+    /// anyway, so a client sees nothing it does not already handle. `on_drained`
+    /// is called once no connection is left (at once if there is none).
+    fn shutdown(&self, py: Python<'_>, on_drained: Py<PyAny>) {
         *self
             .on_drained
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(on_drained);
         self.shutting_down.store(true, Ordering::Relaxed);
-        for conn in self.snapshot(py) {
-            Connection::close_when_idle(conn.bind(py))?;
-        }
         if self.lock().is_empty() {
             self.fire_drained(py);
         }
-        Ok(())
     }
 
     /// Closes every connection now (after the graceful timeout ran out).

@@ -309,31 +309,6 @@ impl Connection {
             && self.out.is_empty()
     }
 
-    pub fn close_when_idle(slf: &Bound<'_, Self>) -> PyResult<()> {
-        let py = slf.py();
-        let Ok(mut this) = slf.try_borrow_mut() else {
-            return Ok(());
-        };
-        if this.closed {
-            return Ok(());
-        }
-        // A connection that has not sent a request yet may have one on the way (just
-        // accepted, bytes not read yet): closing it would fail a request the client
-        // cannot know is safe to retry. The reaper closes it if it stays silent.
-        if this.is_idle() && this.served > 0 {
-            this.reading = Reading::Stopped;
-            this.closed = true;
-            let transport = this.transport.as_ref().map(|t| t.clone_ref(py));
-            drop(this);
-            if let Some(t) = transport {
-                t.call_method0(py, "close")?;
-            }
-        }
-        // Busy connections see `shutting_down` when they emit their next response,
-        // which then carries `Connection: close`.
-        Ok(())
-    }
-
     pub fn abort(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let transport = {

@@ -356,8 +356,6 @@ def run(
     config = _server_config(ServerConfig(), server_changes)
     workers = master_options.workers
     count = (os.cpu_count() or 1) if workers == "auto" else int(workers)
-    if master_options.reuse_port and config.port == 0:
-        raise click.ClickException("--reuse-port needs a fixed --port (each worker binds its own socket)")
     try:
         master_config = MasterConfig(
             workers=count,

@@ -17,7 +17,7 @@ import socket
 import ssl
 from collections.abc import Callable
 
-__all__ = ["Listener"]
+__all__ = ["Listener", "accept_pending"]
 
 log = logging.getLogger("veter.server")
 
@@ -126,3 +126,28 @@ class Listener:
             await asyncio.gather(self._opening, return_exceptions=True)
         if self._watchers:
             await asyncio.gather(*self._watchers, return_exceptions=True)
+
+
+def accept_pending(sock: socket.socket, limit: int = 65536) -> list[socket.socket]:
+    """Accepts every connection already waiting in ``sock``'s queue, without waiting.
+
+    Used just before a listening socket closes for good: closing it would reset
+    every connection whose handshake the kernel completed but nobody accepted yet,
+    and their clients may already have sent a request. Accepted here, they are
+    served (their answer carries ``Connection: close``) like any other.
+    """
+    accepted: list[socket.socket] = []
+    # Non-blocking already (the loop needs it so); said again because the flag
+    # belongs to the socket every worker shares, and it must never be cleared.
+    sock.setblocking(False)
+    while len(accepted) < limit:
+        try:
+            conn, _ = sock.accept()
+        except (BlockingIOError, InterruptedError):
+            break
+        except OSError as exc:  # out of descriptors: what is left is reset by the close
+            log.warning("could not accept the queued connections before closing: %r", exc)
+            break
+        conn.setblocking(False)
+        accepted.append(conn)
+    return accepted

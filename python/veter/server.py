@@ -1,10 +1,12 @@
 """Serving an app in one process: listen, serve until a signal, drain, stop.
 
 Order on start: startup hooks, then listen (no request is accepted before the app
-is ready). Order on SIGTERM/SIGINT: stop accepting, let in-flight requests finish
-(idle keep-alive connections close at once, busy ones after their response, which
-carries ``Connection: close``) up to ``graceful_timeout``, close what is left, then
-run the shutdown hooks.
+is ready). Order on SIGTERM/SIGINT: accept what is already queued, close the
+listening socket, let in-flight requests finish (every answer from then on carries
+``Connection: close``; an idle keep-alive connection is closed when its keep-alive
+time is up, never under a client that may be sending) up to ``graceful_timeout``,
+close what is left, then run the shutdown hooks. The same signal twice skips the
+drain.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import functools
 import logging
 import signal
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -23,10 +26,11 @@ from veter.app import App
 from veter.concurrency import configure_thread_pool, shutdown_thread_pool
 from veter.config import ServerConfig
 from veter.lagmonitor import LagMonitor
-from veter.listener import Listener
+from veter.listener import Listener, accept_pending
 from veter.logs import Rotator, open_log, reopen_all
 from veter.logs import configure as configure_logs
 from veter.loops import loop_factory
+from veter.sockets import HANDSHAKE_GRACE, bind, stop_handshakes
 from veter.tls import context_for
 
 __all__ = ["Server", "run"]
@@ -58,6 +62,11 @@ class Server:
         #: The access log (None when off).
         self.access_log: _core.LogFile | None = None
         self._ticks = 0
+        self._queue: socket.socket | None = None
+        self._tls: ssl.SSLContext | None = None
+        self._force = False
+        self._owns_socket = False
+        self._signals_seen: set[int] = set()
         self._metrics_dir = metrics.snapshot_dir() if config.metrics_path else None
 
     @property
@@ -69,7 +78,10 @@ class Server:
         """The bound port (useful with ``port=0``)."""
         return int(self.sockets[0].getsockname()[1])
 
-    async def start(self, sock: socket.socket | None = None) -> None:
+    async def start(self, sock: socket.socket | None = None, *, reuse_port: bool = False) -> None:
+        """Runs the startup hooks, then listens: on ``sock`` (shared with other
+        processes, which keep it open) or on a socket of its own bound here, after
+        the hooks (with ``reuse_port``, one of a SO_REUSEPORT group)."""
         configure_thread_pool(self.config.max_threads)
         tls = context_for(self.config)  # a bad certificate fails before startup hooks run
         await self.app.startup()
@@ -91,26 +103,22 @@ class Server:
             metrics.mount(self.app, self.config.metrics_path, self)
         self.dispatcher = self.app.build_dispatcher(self.config, access_log=self.access_log)
         loop.set_exception_handler(self._on_loop_error)
+        # Only a socket no other process holds is this server's to quiesce on stop.
+        self._owns_socket = sock is None
+        if sock is None:
+            sock = bind(self.config.host, self.config.port, self.config.backlog, reuse_port=reuse_port)
+        # Kept to accept what is still queued when the listener closes (``stop``).
+        self._queue = sock.dup()
+        self._tls = tls
         if self.config.max_concurrency > 0:
             # At the cap this worker stops accepting, so the others take new connections.
-            if sock is None:
-                sock = socket.create_server((self.config.host, self.config.port), backlog=self.config.backlog)
             listener = Listener(sock, self.dispatcher, self.config.backlog, tls=tls)
             await listener.start()
             self.dispatcher.set_saturation_callback(listener.set_saturated)
             self._server = listener
-        elif sock is not None:
-            self._server = await loop.create_server(
-                self.dispatcher, sock=sock, backlog=self.config.backlog, ssl=tls
-            )
         else:
             self._server = await loop.create_server(
-                self.dispatcher,
-                self.config.host,
-                self.config.port,
-                backlog=self.config.backlog,
-                reuse_address=True,
-                ssl=tls,
+                self.dispatcher, sock=sock, backlog=self.config.backlog, ssl=tls
             )
         self._schedule_tick()
         if self.config.lag_threshold > 0:
@@ -154,6 +162,18 @@ class Server:
         """Ask ``serve_forever`` to return (signal-safe: only sets an event)."""
         self._stop.set()
 
+    def on_stop_signal(self, signum: int) -> None:
+        """SIGTERM/SIGINT: stop gracefully; the same signal again skips the drain
+        (Ctrl+C twice). A worker gets SIGINT from the terminal and SIGTERM from its
+        master for one Ctrl+C: two different signals, so that still drains."""
+        if signum in self._signals_seen and not self._force:
+            self._force = True
+            log.warning("%s again: closing every connection now", signal.Signals(signum).name)
+            if self.dispatcher is not None:
+                self.dispatcher.abort_all()
+        self._signals_seen.add(signum)
+        self._stop.set()
+
     async def serve_forever(self) -> None:
         await self._stop.wait()
 
@@ -162,8 +182,27 @@ class Server:
         self.app.begin_draining()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.graceful_timeout
+        # Connections already queued are taken before the listener closes (closing
+        # would reset them); from the close on, new ones are refused by the kernel
+        # once no other process holds the socket (see docs/deploy.md).
+        if self._queue is not None and self._owns_socket and stop_handshakes(self._queue):
+            # Handshakes under way finish into the queue; new ones are not started.
+            await asyncio.sleep(HANDSHAKE_GRACE)
+        queued = accept_pending(self._queue) if self._queue is not None else []
         if self._server is not None:
             self._server.close()
+        if self._queue is not None:
+            self._queue.close()
+            self._queue = None
+        if queued and self.dispatcher is not None:
+            dispatcher = self.dispatcher
+            await self._within(
+                asyncio.gather(
+                    *(loop.connect_accepted_socket(dispatcher, conn, ssl=self._tls) for conn in queued),
+                    return_exceptions=True,
+                ),
+                deadline,
+            )
         if self.dispatcher is not None:
             self.dispatcher.set_saturation_callback(None)
             drained: asyncio.Future[None] = loop.create_future()
@@ -193,7 +232,7 @@ class Server:
                 self.access_log.set_scheduler(None)
                 self.access_log.close()  # writes what is buffered
 
-    async def _within(self, awaitable: Awaitable[None], deadline: float) -> None:
+    async def _within(self, awaitable: Awaitable[object], deadline: float) -> None:
         """Await ``awaitable`` until ``deadline``; past it, close every connection."""
         loop = asyncio.get_running_loop()
         try:
@@ -210,7 +249,7 @@ async def serve(app: App, config: ServerConfig, *, ready: Callable[[Server], Any
     loop = asyncio.get_running_loop()
     await server.start()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, server.request_stop)
+        loop.add_signal_handler(sig, server.on_stop_signal, sig)
     # Without a master this process rotates its own log files and reopens them on
     # SIGUSR1 (logrotate) or SIGUSR2 (what a master sends its workers).
     for sig in (signal.SIGUSR1, signal.SIGUSR2):

@@ -35,7 +35,7 @@ from typing import Any
 from veter import metrics
 from veter.config import ServerConfig
 from veter.logs import reopen_all
-from veter.supervisor.sockets import bind
+from veter.sockets import HANDSHAKE_GRACE, bind, reserve, stop_handshakes
 from veter.supervisor.worker import FATAL, HEARTBEAT, READY, RECYCLE, WorkerSpec, run_worker
 
 __all__ = ["Master", "MasterConfig"]
@@ -106,6 +106,9 @@ class Master:
         self.target = config.workers
         self.workers: dict[int, _Worker] = {}
         self.sock: socket.socket | None = None
+        #: With reuse_port: holds the port the workers bind (see ``sockets.reserve``).
+        self._reserved: socket.socket | None = None
+        self._port = 0
         self.stopping = False
         self.exit_code = 0
         self.ever_ready = False
@@ -139,7 +142,9 @@ class Master:
             self.sock = bind(self.server.host, self.server.port, self.server.backlog)
             host, port = self.sock.getsockname()[:2]
         else:
-            host, port = self.server.host, self.server.port
+            self._reserved = reserve(self.server.host, self.server.port)
+            host, port = self._reserved.getsockname()[:2]
+        self._port = port
         self._install_signals()
         log.info("veter master %d: %d worker(s) for %s", os.getpid(), self.target, self.app_ref)
         for _ in range(self.target):
@@ -155,6 +160,8 @@ class Master:
         finally:
             if self.sock is not None:
                 self.sock.close()
+            if self._reserved is not None:
+                self._reserved.close()
             self._wake_r.close()
             self._wake_w.close()
         log.info("master %d: stopped", os.getpid())
@@ -377,6 +384,8 @@ class Master:
     # -- process control -----------------------------------------------------------
 
     def _spawn(self, replaces: int | None = None) -> None:
+        if self.stopping:
+            return  # the listening socket is closed: a new worker could only bind a new one
         read_fd, write_fd = os.pipe()
         spec = WorkerSpec(
             app_ref=self.app_ref,
@@ -388,6 +397,7 @@ class Master:
             max_requests_jitter=self.config.max_requests_jitter,
             max_rss=self.config.max_rss,
             max_lifetime=self.config.max_lifetime,
+            reuse_port_at=(self.server.host, self._port) if self.config.reuse_port else None,
         )
         sys.stdout.flush()
         sys.stderr.flush()
@@ -400,10 +410,12 @@ class Master:
                     os.close(other.fd)
                 self._wake_r.close()
                 self._wake_w.close()
-                sock = self.sock
-                if sock is None:
-                    sock = bind(self.server.host, self.server.port, self.server.backlog, reuse_port=True)
-                code = run_worker(spec, sock, write_fd)
+                if self._reserved is not None:
+                    self._reserved.close()
+                # With reuse_port the worker binds its own socket once its app has
+                # started: a socket listening before that would queue connections
+                # for a worker that may never serve them.
+                code = run_worker(spec, self.sock, write_fd)
             except BaseException:  # noqa: BLE001 - a worker must never return into the master's code
                 import traceback
 
@@ -434,6 +446,17 @@ class Master:
 
     def _stop_all(self) -> None:
         self.stopping = True
+        self._hup_queue = []
+        # The master's copy of the listening socket closes first: otherwise the
+        # kernel would keep completing handshakes into the backlog for the whole
+        # drain, and reset them all when the last copy closed. Each worker closes
+        # its own on SIGTERM, after accepting what is already queued; from then on
+        # a new connection is refused at once and goes to another instance.
+        if self.sock is not None:
+            if stop_handshakes(self.sock):
+                time.sleep(HANDSHAKE_GRACE)  # handshakes under way reach the queue first
+            self.sock.close()
+            self.sock = None
         for worker in list(self.workers.values()):
             if not worker.stopping:
                 self._terminate(worker)

@@ -56,6 +56,9 @@ class WorkerSpec:
     max_requests_jitter: int
     max_rss: int  # bytes, 0: no limit
     max_lifetime: float  # seconds, 0: no limit
+    #: With --reuse-port: the address this worker binds its own socket on, after its
+    #: app started (None: serve the master's shared socket).
+    reuse_port_at: tuple[str, int] | None = None
 
 
 class _ReopenRequest:
@@ -130,7 +133,7 @@ class _Monitor:
         return None
 
 
-async def _serve(spec: WorkerSpec, sock: socket.socket, fd: int) -> int:
+async def _serve(spec: WorkerSpec, sock: socket.socket | None, fd: int) -> int:
     try:
         app = import_app(spec.app_ref)
     except Exception:  # noqa: BLE001 - any import error is fatal and reported
@@ -139,20 +142,23 @@ async def _serve(spec: WorkerSpec, sock: socket.socket, fd: int) -> int:
         return EXIT_STARTUP_FAILED
     try:
         config = app.config.with_(**spec.overrides)
+        if spec.reuse_port_at is not None:
+            host, port = spec.reuse_port_at
+            config = config.with_(host=host, port=port)
     except (TypeError, ValueError) as exc:
         sys.stderr.write(f"[worker {os.getpid()}] bad settings: {exc}\n")
         _send(fd, FATAL)
         return EXIT_STARTUP_FAILED
     server = Server(app, config)
     try:
-        await server.start(sock=sock)
+        await server.start(sock=sock, reuse_port=spec.reuse_port_at is not None)
     except Exception:  # noqa: BLE001 - a failing startup hook is fatal and reported
         sys.stderr.write(f"[worker {os.getpid()}] startup failed:\n{traceback.format_exc()}")
         _send(fd, FATAL)
         return EXIT_STARTUP_FAILED
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, server.request_stop)
+        loop.add_signal_handler(sig, server.on_stop_signal, sig)
     # The master renamed the log files (rotation, or logrotate's SIGUSR1 to it).
     loop.add_signal_handler(signal.SIGUSR2, reopen_all)
     if _ReopenRequest.pending:
@@ -168,7 +174,7 @@ async def _serve(spec: WorkerSpec, sock: socket.socket, fd: int) -> int:
     return server.exit_code
 
 
-def run_worker(spec: WorkerSpec, sock: socket.socket, fd: int) -> int:
+def run_worker(spec: WorkerSpec, sock: socket.socket | None, fd: int) -> int:
     """The body of a forked worker; returns its exit status."""
     _reset_signals()
     # Log files inherited from the master may have been rotated since it opened them.

@@ -48,3 +48,9 @@ def spin_for_the_profiler(request: veter.Request) -> str:
     while time.thread_time() < end:
         pass
     return "spun"
+
+
+@app.post("/echo")
+async def echo(request: veter.Request) -> bytes:
+    """Answers the body it was sent, after the pid (lifecycle tests check both)."""
+    return f"pid={os.getpid()} ".encode() + await request.body()
