@@ -32,5 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<logfile::LogFile>()?;
     m.add_class::<websocket::WebSocketProtocol>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The instruction budgets (tests/perf) hold for optimised builds only.
+    m.add("OPTIMIZED", !cfg!(debug_assertions))?;
     Ok(())
 }

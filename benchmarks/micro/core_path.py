@@ -1,37 +1,128 @@
-"""Drive the core in memory: N reads of 16 pipelined requests each (no sockets).
+"""Drive the core in memory, one scenario, N reads (no sockets, no load generator).
 
-Used under callgrind to count instructions per request, which is repeatable on a
-shared machine where timings are not:
+Run under callgrind to count instructions per request, which is repeatable on a
+shared machine where timings are not (the guard, tests/perf/test_instructions.py,
+does this for every scenario against the budgets in tests/perf/budgets.json):
 
-    benchmarks/micro/core_instructions.sh          # plaintext
-    JSON=1 benchmarks/micro/core_instructions.sh   # a dict answered as JSON
+    benchmarks/micro/core_instructions.sh             # every scenario
+    benchmarks/micro/core_instructions.sh plaintext   # one
+
+Scenarios (request ids on, access log off, every other default too):
+
+- ``plaintext``: a ``def`` handler answering a str, one request per read
+- ``json``: a ``def`` handler answering a dict (JSON), one request per read
+- ``async``: an ``async def`` handler that does not suspend, one request per read
+- ``pipelined``: ``plaintext``, 16 requests per read (the count is per request)
+- ``post1k``: a POST with a 1 KiB body read by the handler, one request per read
+- ``notfound``: a path no route matches (404), one request per read
+- ``headers20``: ``plaintext`` with 20 request headers, one request per read
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import os
-import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from middleware_cost import NullTransport, build
-
-BATCHES = int(os.environ.get("N", "100000"))
-JSON = os.environ.get("JSON") == "1"
+import veter
 
 
-async def main() -> None:
-    app = build(0)
-    app.add_route("/json", lambda request: {"message": "Hello, World!"})
-    conn = app.build_dispatcher()()
+class NullTransport(asyncio.Transport):
+    """Takes writes and drops them; ``write`` is a C function (a bound
+    ``deque.append`` of a deque that keeps nothing), so no Python frame runs per
+    write and the count is the core's own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.write = collections.deque(maxlen=0).append  # type: ignore[method-assign]
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Scenario:
+    read: bytes  # what one data_received gets
+    per_read: int  # requests in it
+
+
+def _app() -> veter.App:
+    app = veter.App()
+
+    @app.get("/")
+    def plaintext(request: veter.Request) -> str:
+        return "Hello, World!"
+
+    @app.get("/json")
+    def json(request: veter.Request) -> dict[str, str]:
+        return {"message": "Hello, World!"}
+
+    @app.get("/async")
+    async def not_suspending(request: veter.Request) -> str:
+        return "Hello, World!"
+
+    @app.post("/upload")
+    async def upload(request: veter.Request) -> str:
+        body = await request.body()
+        return str(len(body))
+
+    return app
+
+
+def _get(path: str, extra: str = "") -> bytes:
+    return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:40000\r\n{extra}\r\n".encode()
+
+
+_HEADERS20 = "".join(f"X-Header-{i:02}: value number {i} of twenty\r\n" for i in range(19))
+_BODY = b"x" * 1024
+
+SCENARIOS: dict[str, Scenario] = {
+    "plaintext": Scenario(_get("/"), 1),
+    "json": Scenario(_get("/json"), 1),
+    "async": Scenario(_get("/async"), 1),
+    "pipelined": Scenario(_get("/") * 16, 16),
+    "post1k": Scenario(
+        b"POST /upload HTTP/1.1\r\nHost: 127.0.0.1:40000\r\nContent-Type: application/octet-stream\r\n"
+        b"Content-Length: 1024\r\n\r\n" + _BODY,
+        1,
+    ),
+    "notfound": Scenario(_get("/missing"), 1),
+    "headers20": Scenario(_get("/", _HEADERS20), 1),
+}
+
+
+async def drive(scenario: Scenario, reads: int) -> None:
+    conn = _app().build_dispatcher()()
     conn.connection_made(NullTransport())
-    path = "/json" if JSON else "/"
-    batch = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:40000\r\n\r\n".encode() * 16
-    for _ in range(BATCHES):
-        conn.data_received(batch)
+    data_received: Callable[[bytes], None] = conn.data_received
+    data = scenario.read
+    for _ in range(reads):
+        data_received(data)
+        while conn.in_flight:  # a handler that became a task (Python < 3.12): let it end
+            await asyncio.sleep(0)
+
+
+def main() -> None:
+    import uvloop
+
+    scenario = SCENARIOS[os.environ.get("SCENARIO", "plaintext")]
+    uvloop.run(drive(scenario, int(os.environ.get("N", "100000"))))
 
 
 if __name__ == "__main__":
-    import uvloop
-
-    uvloop.run(main())
+    main()

@@ -7,7 +7,10 @@ from typing import Any, Generic, Self, TypeVar, final
 from veter.datastructures import Headers, QueryParams
 
 __version__: str
+#: An optimised (release) build: the instruction budgets of tests/perf hold for it.
+OPTIMIZED: bool
 __all__ = [
+    "OPTIMIZED",
     "BodyStream",
     "Connection",
     "Dispatcher",
