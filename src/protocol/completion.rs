@@ -61,7 +61,7 @@ impl Completion {
             let req = self.request.get();
             let result = task.call_method0("result");
             let framing = match &result {
-                Ok(r) if stream::is_upgrade(r) => framing,
+                Ok(r) if framing.upgrade && stream::is_upgrade(r) => framing,
                 _ => this.close_if_upload_open(&req.parts, framing),
             };
             let common = this.common().with_request_id(&req.exchange.id_line);
