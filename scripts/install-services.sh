@@ -9,6 +9,7 @@ pkgs=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
 [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
+command -v valgrind >/dev/null 2>&1 || pkgs+=(valgrind)
 { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } || pkgs+=(mariadb-server)
 
 if [ "${#pkgs[@]}" -eq 0 ]; then

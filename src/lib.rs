@@ -31,6 +31,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<response::Response>()?;
     m.add_class::<logfile::LogFile>()?;
     m.add_class::<websocket::WebSocketProtocol>()?;
+    m.add_function(wrap_pyfunction!(protocol::inline_request, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The instruction budgets (tests/perf) hold for optimised builds only.
     m.add("OPTIMIZED", !cfg!(debug_assertions))?;

@@ -40,6 +40,7 @@ use crate::router::tree::Lookup;
 
 mod completion;
 mod current;
+pub use current::inline_request;
 mod deferred;
 mod respond;
 mod stream;
@@ -719,12 +720,15 @@ impl Connection {
                 Some(route.pattern.clone_ref(py)),
             ),
         )?;
-        // The handler (and every task it starts) sees this request in the context.
-        let _current = CurrentRequest::enter(disp, request.bind(py))?;
+        // The handler sees this request (current.rs): in the context when it runs as a
+        // task, in the thread's slot when a plain `def` handler runs inline.
+        let _current = CurrentRequest::for_handler(disp, route.is_async, request.bind(py))?;
         let measure = disp.overload.queue_timeout.is_some() && !route.is_async;
         if measure && disp.overload.saturated() {
             if let Some(run) = &disp.run_deferred {
-                // Saturated: read everything first, run this handler after (overload.rs).
+                // Saturated: read everything first, run this handler after (overload.rs),
+                // as a task that carries the request in its context.
+                let _in_task = CurrentRequest::enter(disp, request.bind(py))?;
                 let handler = route.handler.clone_ref(py);
                 return self.defer_handler(py, run, handler, request, kwargs, framing);
             }
@@ -747,7 +751,11 @@ impl Connection {
                 return Ok(());
             }
         };
-        if route.is_async || is_coroutine(&result) {
+        if route.is_async {
+            self.start_task(py, &result, request, framing, true)
+        } else if is_coroutine(&result) {
+            // A `def` handler that returned an awaitable: its task gets the context.
+            let _in_task = CurrentRequest::enter(disp, request.bind(py))?;
             self.start_task(py, &result, request, framing, true)
         } else {
             self.emit_result(py, &request, &result, framing);

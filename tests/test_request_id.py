@@ -136,3 +136,34 @@ def test_bad_header_name_is_refused() -> None:
     app = ids_app()
     with pytest.raises(ValueError, match="invalid header name"):
         app.build_dispatcher(app.config.with_(request_id_header="Bad Name"))
+
+
+def test_a_plain_def_handler_sees_its_request_inline_and_in_log_records(
+    records: list[logging.LogRecord],
+) -> None:
+    app = veter.App()
+    log = logging.getLogger("test.request_id")
+
+    @app.get("/plain")
+    def plain(request: veter.Request) -> Any:
+        log.info("plain handler")
+        return {"id": current_request_id(), "same": current_request() is request}
+
+    @app.get("/awaitable")
+    def returns_awaitable(request: veter.Request) -> Any:
+        async def later() -> Any:
+            await asyncio.sleep(0)
+            return {"later": current_request_id()}
+
+        return later()  # a def handler returning a coroutine runs it as a task
+
+    with TestClient(app) as client:
+        plain_answers = [client.get("/plain", headers={"X-Request-ID": f"p-{i}"}).json() for i in range(2)]
+        later_answer = client.get("/awaitable", headers={"X-Request-ID": "later-1"}).json()
+    assert plain_answers == [{"id": "p-0", "same": True}, {"id": "p-1", "same": True}]
+    assert later_answer == {"later": "later-1"}
+    assert [(r.getMessage(), r.request_id) for r in records] == [  # type: ignore[attr-defined]
+        ("plain handler", "p-0"),
+        ("plain handler", "p-1"),
+    ]
+    assert current_request() is None, "the slot is empty once the handler returned"

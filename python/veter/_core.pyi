@@ -9,6 +9,10 @@ from veter.datastructures import Headers, QueryParams
 __version__: str
 #: An optimised (release) build: the instruction budgets of tests/perf hold for it.
 OPTIMIZED: bool
+
+def inline_request() -> Request | None:
+    """The request of the plain ``def`` handler running on this thread, if any."""
+
 __all__ = [
     "OPTIMIZED",
     "BodyStream",
@@ -21,6 +25,7 @@ __all__ = [
     "StreamWriter",
     "WebSocketProtocol",
     "__version__",
+    "inline_request",
 ]
 
 @final
