@@ -30,6 +30,7 @@ class Outcome:
     started: float  # time.monotonic() when the request was due
     method: str
     error: str | None  # None: a 2xx answer with the right body
+    pid: int | None = None  # the worker that answered, when the body starts "pid=N"
 
 
 @dataclass
@@ -156,11 +157,12 @@ class MixedLoad:
     async def _one(self, i: int, due: float) -> None:
         method = "POST" if i % 2 else "GET"
         error: str | None = None
+        pid: int | None = None
         conn: _Conn | None = None
         try:
             async with asyncio.timeout(self.timeout):
                 conn = await self._connection(fresh=i % self.new_connection_every == 0)
-                keep = await self._exchange(conn, method, i)
+                keep, pid = await self._exchange(conn, method, i)
             if keep:
                 conn.idle_since = time.monotonic()
                 self._pool.append(conn)
@@ -172,7 +174,7 @@ class MixedLoad:
             error = f"{type(exc).__name__}: {exc}"
         if error is not None and conn is not None:
             conn.close()
-        self.report.outcomes.append(Outcome(due, method, error))
+        self.report.outcomes.append(Outcome(due, method, error, pid))
 
     async def _connection(self, *, fresh: bool) -> _Conn:
         now = time.monotonic()
@@ -184,8 +186,9 @@ class MixedLoad:
         reader, writer = await asyncio.open_connection(self.host, self.port)
         return _Conn(reader, writer)
 
-    async def _exchange(self, conn: _Conn, method: str, i: int) -> bool:
-        """One request and its answer; returns whether the connection stays open."""
+    async def _exchange(self, conn: _Conn, method: str, i: int) -> tuple[bool, int | None]:
+        """One request and its answer; returns whether the connection stays open and
+        the pid the answer names."""
         if method == "GET":
             conn.writer.write(f"GET {self.get_path}?i={i} HTTP/1.1\r\nHost: load\r\n\r\n".encode())
             payload = b""
@@ -209,4 +212,5 @@ class MixedLoad:
             raise ValueError(f"status {status}: {body[:80]!r}")
         if payload and not body.endswith(payload):
             raise ValueError(f"POST answered with another body: {body[:80]!r}")
-        return headers.get("connection", "").lower() != "close"
+        pid = int(body[4:].split(b" ", 1)[0]) if body.startswith(b"pid=") else None
+        return headers.get("connection", "").lower() != "close", pid
