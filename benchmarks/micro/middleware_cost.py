@@ -16,35 +16,12 @@ import time
 from typing import Any
 
 import veter
+from core_path import NullTransport
 from veter.routing import compose
 
 BATCH = 64
 ROUNDS = 400
 REPEATS = 7
-
-
-class NullTransport(asyncio.Transport):
-    def __init__(self) -> None:
-        super().__init__()
-        self.bytes_out = 0
-
-    def write(self, data: Any) -> None:
-        self.bytes_out += len(data)
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 1) if name == "peername" else default
-
-    def is_closing(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
 
 
 def plaintext(request: veter.Request) -> str:

@@ -36,13 +36,8 @@ def bind(host: str, port: int, backlog: int, *, reuse_port: bool = False) -> soc
     binds once and every worker accepts from the same socket (see docs/design.md
     for why that is the default).
     """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = _bound(host, port, reuse_port=reuse_port)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuse_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind((host, port))
         sock.listen(backlog)
         sock.setblocking(False)
     except BaseException:
@@ -55,11 +50,16 @@ def reserve(host: str, port: int) -> socket.socket:
     """A socket bound with SO_REUSEPORT but not listening: it holds the port (the
     one the kernel picked, for port 0) so that every ``--reuse-port`` worker binds
     the same one. It never receives a connection: only listening sockets do."""
+    return _bound(host, port, reuse_port=True)
+
+
+def _bound(host: str, port: int, *, reuse_port: bool) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
     except BaseException:
         sock.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -22,6 +23,8 @@ from veter.config import ServerConfig
 from veter.loops import loop_factory
 from veter.server import Server
 from veter.testing import TestResponse, _ResponseReader
+
+from .processes import Proc, children_of
 
 
 def open_fds() -> int:
@@ -95,6 +98,24 @@ def _warm_process_globals() -> None:
     stop one server first so the per-test descriptor count compares like with like."""
     app = veter.App()
     RunningServer(app, app.config.with_(port=0)).start().stop()
+
+
+@pytest.fixture
+def master() -> Iterator[Callable[..., Proc]]:
+    """Starts ``veter run`` of the supervisor test app (tests/e2e/apps/supervised.py)
+    with the given options; kills what is left of each afterwards."""
+    procs: list[Proc] = []
+
+    def start(*args: str) -> Proc:
+        proc = Proc(["run", "tests.e2e.apps.supervised:app", "--port", "0", *args])
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        for child in children_of(proc.pid):
+            os.kill(child, signal.SIGKILL)
+        proc.close()
 
 
 @pytest.fixture

@@ -67,6 +67,12 @@ class Proc:
         assert self.port is not None
         return self.port
 
+    def wait_for_each(self, pattern: str, count: int, start: int = 0, timeout: float = 30) -> None:
+        """``count`` log lines from index ``start`` matching ``pattern``."""
+        for _ in range(count):
+            match = self.wait_for(pattern, timeout=timeout, start=start)
+            start = self.lines.index(match.string) + 1
+
     def mark(self) -> int:
         """An index into the log, for ``wait_for(..., start=mark)``."""
         with self._changed:
@@ -106,3 +112,17 @@ def alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def wait_workers_ready(proc: Proc, count: int) -> None:
+    proc.wait_for_each(r"worker \d+ ready", count)
+
+
+def wait_until(predicate: object, timeout: float) -> float:
+    """Polls ``predicate()`` until true; returns how long it took."""
+    start = time.monotonic()
+    while not predicate():  # type: ignore[operator]
+        if time.monotonic() - start > timeout:
+            raise TimeoutError("condition not met")
+        time.sleep(0.01)
+    return time.monotonic() - start

@@ -7,37 +7,19 @@ timeout and non-2xx answer counts.
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from .mixedload import MixedLoad, Report
-from .processes import Proc, children_of
-from .test_supervisor import wait_until, wait_workers_ready
+from .processes import wait_until, wait_workers_ready
 
-APP = "tests.e2e.apps.supervised:app"
+#: Every run here has its access log off (the load is too much for the test's pipe).
+QUIET = ("--access-log", "off")
 MODES = {"shared socket": [], "reuse-port": ["--reuse-port"]}
-
-
-@pytest.fixture
-def start() -> Iterator[object]:
-    procs: list[Proc] = []
-
-    def run(*args: str) -> Proc:
-        proc = Proc(["run", APP, "--port", "0", "--access-log", "off", *args])
-        procs.append(proc)
-        return proc
-
-    yield run
-    for proc in procs:
-        for child in children_of(proc.pid):
-            os.kill(child, signal.SIGKILL)
-        proc.close()
 
 
 def _read_all(sock: socket.socket) -> bytes:
@@ -52,8 +34,8 @@ def _read_all(sock: socket.socket) -> bytes:
     [["--workers", "2"], ["--workers", "2", "--reuse-port"], ["--single-process"]],
     ids=["shared socket", "reuse-port", "single process"],
 )
-def test_sigterm_refuses_new_connections_at_once(start, args: list[str], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    proc = start(*args)
+def test_sigterm_refuses_new_connections_at_once(master, args: list[str], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    proc = master(*QUIET, *args)
     port = proc.wait_ready()
     if "--workers" in args:
         wait_workers_ready(proc, 2)
@@ -74,12 +56,6 @@ def test_sigterm_refuses_new_connections_at_once(start, args: list[str], tmp_pat
     assert proc.proc.wait(10) == 0
 
 
-def _expect_lines(proc: Proc, pattern: str, count: int, start: int, timeout: float = 30) -> None:
-    for _ in range(count):
-        match = proc.wait_for(pattern, timeout=timeout, start=start)
-        start = proc.lines.index(match.string) + 1
-
-
 def _per_event(report: Report, events: list[tuple[str, float]], end: float) -> dict[str, str]:
     """Failures counted per event (from its signal to the next event's), with when
     each came, in seconds after the event's signal."""
@@ -97,8 +73,9 @@ def _per_event(report: Report, events: list[tuple[str, float]], end: float) -> d
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_lifecycle_events_lose_no_request(start, mode: str) -> None:  # type: ignore[no-untyped-def]
-    proc = start(
+def test_lifecycle_events_lose_no_request(master, mode: str) -> None:  # type: ignore[no-untyped-def]
+    proc = master(
+        *QUIET,
         "--workers",
         "2",
         "--max-requests",
@@ -118,23 +95,23 @@ def test_lifecycle_events_lose_no_request(start, mode: str) -> None:  # type: ig
         #    then the old one drains and exits.
         mark = proc.mark()
         events.append(("--max-requests", time.monotonic()))
-        _expect_lines(proc, r"asks to be recycled: served \d+ requests", 1, mark)
-        _expect_lines(proc, r"worker \d+ exited", 1, mark)
+        proc.wait_for_each(r"asks to be recycled: served \d+ requests", 1, mark)
+        proc.wait_for_each(r"worker \d+ exited", 1, mark)
         # 2. and 3. Two rolling restarts.
         for name in ("SIGHUP", "SIGHUP again"):
             mark = proc.mark()
             events.append((name, time.monotonic()))
             proc.proc.send_signal(signal.SIGHUP)
-            _expect_lines(proc, r"worker \d+ exited", 2, mark)
+            proc.wait_for_each(r"worker \d+ exited", 2, mark)
         # 4. Scale up, then down: SIGTTOU retires the newest worker.
         mark = proc.mark()
         events.append(("SIGTTIN", time.monotonic()))
         proc.proc.send_signal(signal.SIGTTIN)
-        _expect_lines(proc, r"worker \d+ ready", 1, mark)
+        proc.wait_for_each(r"worker \d+ ready", 1, mark)
         mark = proc.mark()
         events.append(("SIGTTOU", time.monotonic()))
         proc.proc.send_signal(signal.SIGTTOU)
-        _expect_lines(proc, r"worker \d+ exited", 1, mark)
+        proc.wait_for_each(r"worker \d+ exited", 1, mark)
         load.wait_for(load.report.ok + 300)
         end = time.monotonic()
         report = load.stop()

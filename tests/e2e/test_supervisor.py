@@ -6,37 +6,11 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from .loadgen import Load
-from .processes import Proc, alive, children_of
-
-APP = "tests.e2e.apps.supervised:app"
-
-
-@pytest.fixture
-def master() -> Iterator[Proc]:
-    procs: list[Proc] = []
-
-    def start(*args: str) -> Proc:
-        proc = Proc(["run", APP, "--port", "0", *args])
-        procs.append(proc)
-        return proc
-
-    yield start  # type: ignore[misc]
-    for proc in procs:
-        for child in children_of(proc.pid):
-            os.kill(child, signal.SIGKILL)
-        proc.close()
-
-
-def wait_workers_ready(proc: Proc, count: int) -> None:
-    start = 0
-    for _ in range(count):
-        match = proc.wait_for(r"worker \d+ ready", start=start)
-        start = proc.lines.index(match.string) + 1
+from .processes import Proc, alive, children_of, wait_until, wait_workers_ready
 
 
 def port_free(port: int) -> bool:
@@ -46,16 +20,6 @@ def port_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def wait_until(predicate: object, timeout: float) -> float:
-    """Polls ``predicate()`` until true; returns how long it took."""
-    start = time.monotonic()
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() - start > timeout:
-            raise TimeoutError("condition not met")
-        time.sleep(0.01)
-    return time.monotonic() - start
 
 
 def test_kill_worker_under_load_is_replaced_fast(master) -> None:  # type: ignore[no-untyped-def]
