@@ -160,15 +160,18 @@ pub struct Connection {
     writing_paused: bool,
     reading_paused: bool,
     last_activity: Instant,
-    /// Scratch vector the parser fills, handed back after each head so header spans
-    /// cost no allocation per request.
-    spans: Vec<parse::HeaderSpan>,
+    /// What the parser reuses between heads (parse.rs): the header-span vector,
+    /// handed back after each head so spans cost no allocation per request, and
+    /// the last Host value found valid.
+    scratch: parse::Scratch,
     /// When the first byte of the request head being received arrived.
     head_started: Option<Instant>,
     /// Since when the transport has been above its high watermark.
     write_paused_since: Option<Instant>,
-    /// The `Date` line, refreshed once per read and per finished handler.
+    /// The `Date` line, refreshed once per read and per finished handler (a new
+    /// line only when the second changed: `set_clock`), and its unix second.
     date: encode::DateLine,
+    date_second: u64,
     /// The wall clock at `clock.0`: access log times are derived from it, so a line
     /// costs one monotonic clock read (its duration), not two.
     clock: (Instant, std::time::SystemTime),
@@ -204,6 +207,20 @@ impl Connection {
             started: Some(self.last_activity),
             route: None,
         }
+    }
+
+    /// The clocks read at `now`/`wall`, and the `Date` line for them: a new line
+    /// only when the second changed (a compare, not a thread-local cache lookup and
+    /// a 37-byte copy per read).
+    fn set_clock(&mut self, now: Instant, wall: std::time::SystemTime) {
+        let second = wall
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if second != self.date_second {
+            self.date = encode::date_line_at(wall);
+            self.date_second = second;
+        }
+        self.clock = (now, wall);
     }
 
     /// Counts a response for the metrics and writes its access log line (each when on).
@@ -283,10 +300,11 @@ impl Connection {
             writing_paused: false,
             reading_paused: false,
             last_activity: Instant::now(),
-            spans: Vec::new(),
+            scratch: parse::Scratch::default(),
             head_started: None,
             write_paused_since: None,
             date: encode::date_line(),
+            date_second: 0,
             clock: (Instant::now(), std::time::SystemTime::now()),
             stream: None,
         }
@@ -425,12 +443,10 @@ impl Connection {
                         return Ok(());
                     }
                     let limits = &self.disp.get().limits;
-                    let mut spans = mem::take(&mut self.spans);
-                    let parsed = parse::parse_head_into(&data[pos..], limits, &mut spans);
+                    let parsed = parse::parse_head_reusing(&data[pos..], limits, &mut self.scratch);
                     let head = match parsed {
                         Ok(Some(head)) => head,
                         Ok(None) => {
-                            self.spans = spans;
                             self.buf.extend_from_slice(&data[pos..]);
                             if self.head_started.is_none() {
                                 self.head_started = Some(self.last_activity);
@@ -490,7 +506,7 @@ impl Connection {
             headers: head.headers.drain(..).collect::<SmallVec<_>>(),
             body: Body::Empty,
         };
-        self.spans = head.headers;
+        self.scratch.headers = head.headers;
         let mut pos = start + head.len;
         if head.upgrade
             && framing.keep_alive
@@ -1114,8 +1130,7 @@ impl Connection {
         Self::with_borrow(slf, |this, py| {
             this.last_activity = Instant::now();
             let wall = std::time::SystemTime::now();
-            this.date = encode::date_line_at(wall);
-            this.clock = (this.last_activity, wall);
+            this.set_clock(this.last_activity, wall);
             if let (Some(lp), Some(marker)) = (&this.event_loop, &this.end_iteration) {
                 let now = this.last_activity;
                 let overload = &this.disp.get().overload;

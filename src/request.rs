@@ -155,7 +155,7 @@ fn latin1(bytes: &[u8]) -> String {
     }
 }
 
-#[pyclass(module = "veter._core", name = "Request", frozen)]
+#[pyclass(module = "veter._core", name = "Request", frozen, freelist = 64)]
 pub struct Request {
     pub parts: Parts,
     pub exchange: Exchange,

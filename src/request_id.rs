@@ -20,6 +20,8 @@ pub struct RequestIds {
     pub header: String,
     /// `Header-Name: ` as sent in responses.
     line_prefix: Vec<u8>,
+    /// `Header-Name` as sent (asked per response: kept, not re-derived).
+    name: String,
     prefix: [u8; 16],
     counter: AtomicU64,
 }
@@ -49,10 +51,21 @@ fn random_u64() -> u64 {
     u64::from_le_bytes(bytes)
 }
 
-fn hex16(value: u64, out: &mut [u8]) {
+/// The two hex digits of every byte value: a table lookup per byte, not per digit.
+static HEX_PAIRS: [[u8; 2]; 256] = {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (i, slot) in out.iter_mut().enumerate().take(16) {
-        *slot = DIGITS[((value >> (60 - 4 * i)) & 0xf) as usize];
+    let mut table = [[0; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = [DIGITS[b >> 4], DIGITS[b & 0xf]];
+        b += 1;
+    }
+    table
+};
+
+fn hex16(value: u64, out: &mut [u8; 16]) {
+    for (pair, byte) in out.chunks_exact_mut(2).zip(value.to_be_bytes()) {
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(byte)]);
     }
 }
 
@@ -64,6 +77,7 @@ impl RequestIds {
         RequestIds {
             header: header.to_ascii_lowercase(),
             line_prefix: format!("{header}: ").into_bytes(),
+            name: header.to_owned(),
             prefix,
             counter: AtomicU64::new(0),
         }
@@ -92,8 +106,7 @@ impl RequestIds {
 
     /// The header's name as sent (for "did the handler set it itself").
     pub fn name(&self) -> &str {
-        // line_prefix is `Name: `, built from a &str.
-        std::str::from_utf8(&self.line_prefix[..self.line_prefix.len() - 2]).unwrap_or("")
+        &self.name
     }
 }
 
@@ -106,6 +119,15 @@ pub fn id_of(line: &[u8], start: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex16_writes_every_nibble_in_order() {
+        let mut out = [0; 16];
+        hex16(0x0123_4567_89ab_cdef, &mut out);
+        assert_eq!(&out, b"0123456789abcdef");
+        hex16(u64::MAX - 1, &mut out);
+        assert_eq!(&out, b"fffffffffffffffe");
+    }
 
     #[test]
     fn incoming_ids_are_kept_when_well_formed() {

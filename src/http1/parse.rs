@@ -34,7 +34,9 @@
 //! exactly at the byte the grammar expects next, so finding the line end and
 //! validating the line are the same loop, and no scan ever looks past the limit.
 //! Nothing is copied and no `String` is built; the only allocation is the headers
-//! `Vec`, which `parse_head_into` recycles.
+//! `Vec`, which `parse_head_reusing` recycles. A connection's requests repeat one
+//! `Host` value: the last one found valid is kept in the same `Scratch`, and the
+//! same bytes are not validated again (the verdict on equal bytes cannot differ).
 
 use std::net::Ipv6Addr;
 use std::ops::Range;
@@ -115,28 +117,64 @@ pub fn parse_head_into(
     limits: &Limits,
     headers: &mut Vec<HeaderSpan>,
 ) -> Result<Option<Head>, ParseError> {
-    headers.clear();
+    let mut scratch = Scratch {
+        headers: std::mem::take(headers),
+        host: Vec::new(),
+    };
+    let parsed = parse_head_reusing(buf, limits, &mut scratch);
+    *headers = scratch.headers;
+    parsed
+}
+
+/// What one connection's parser keeps between heads: the headers vector to refill,
+/// and the last `Host` value found valid.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    /// Filled by each parse; on `Ok(Some(head))` it moves into `head.headers`, so
+    /// hand that back here once done with the request.
+    pub headers: Vec<HeaderSpan>,
+    host: Vec<u8>,
+}
+
+/// Like [`parse_head_into`], with everything a connection can reuse in `scratch`.
+///
+/// # Errors
+///
+/// The request is invalid or over a limit; answer `status()` and close.
+pub fn parse_head_reusing(
+    buf: &[u8],
+    limits: &Limits,
+    scratch: &mut Scratch,
+) -> Result<Option<Head>, ParseError> {
+    scratch.headers.clear();
     let Some(line_start) = check_line_start(buf)? else {
         return Ok(None);
     };
     let Some(line) = parse_request_line(buf, line_start, limits)? else {
         return Ok(None);
     };
-    let mut fields = Fields::new(line.version);
-    let Some(len) = parse_fields(buf, line.end, limits, headers, &mut fields)? else {
+    let mut fields = Fields::new(line.version, &scratch.host);
+    let Some(len) = parse_fields(buf, line.end, limits, &mut scratch.headers, &mut fields)? else {
         return Ok(None);
     };
-    let body = fields.body(limits)?;
-    Ok(Some(Head {
+    let head = Head {
         method: line.method,
         target: line.target,
         version: line.version,
-        headers: std::mem::take(headers),
-        body,
+        headers: Vec::new(),
+        body: fields.body(limits)?,
         keep_alive: fields.keep_alive(),
         expect_continue: fields.expect_continue,
         upgrade: fields.upgrade(),
         len,
+    };
+    if let Some(host) = fields.new_valid_host {
+        scratch.host.clear();
+        scratch.host.extend_from_slice(&buf[host]);
+    }
+    Ok(Some(Head {
+        headers: std::mem::take(&mut scratch.headers),
+        ..head
     }))
 }
 
@@ -576,7 +614,7 @@ fn parse_fields(
         while value_end > value_start && matches!(buf[value_end - 1], b' ' | b'\t') {
             value_end -= 1;
         }
-        fields.on_field(&buf[pos..name_end], &buf[value_start..value_end])?;
+        fields.on_field(buf, pos..name_end, value_start..value_end)?;
         headers.push(HeaderSpan {
             name: pos..name_end,
             value: value_start..value_end,
@@ -604,9 +642,13 @@ fn trim_ows(mut s: &[u8]) -> &[u8] {
 /// What the header fields decide about the request, gathered line by line and judged
 /// once the head is complete (`body`), so the order of the fields does not matter.
 #[allow(clippy::struct_excessive_bools)] // each bool is one independent fact set by one field
-struct Fields {
+struct Fields<'s> {
     version: Version,
     host: bool,
+    /// The connection's last Host value found valid (`Scratch::host`).
+    known_host: &'s [u8],
+    /// Where a Host value that is valid but not `known_host` is in the buffer.
+    new_valid_host: Option<Range<usize>>,
     content_length: Option<u64>,
     transfer_encoding: bool,
     chunked_count: u32,
@@ -619,11 +661,13 @@ struct Fields {
     expect_continue: bool,
 }
 
-impl Fields {
-    fn new(version: Version) -> Self {
+impl<'s> Fields<'s> {
+    fn new(version: Version, known_host: &'s [u8]) -> Self {
         Self {
             version,
             host: false,
+            known_host,
+            new_valid_host: None,
             content_length: None,
             transfer_encoding: false,
             chunked_count: 0,
@@ -637,11 +681,17 @@ impl Fields {
         }
     }
 
-    fn on_field(&mut self, name: &[u8], value: &[u8]) -> Result<(), ParseError> {
+    fn on_field(
+        &mut self,
+        buf: &[u8],
+        name: Range<usize>,
+        value_at: Range<usize>,
+    ) -> Result<(), ParseError> {
+        let (name, value) = (&buf[name], &buf[value_at.clone()]);
         // Dispatch on length first: most fields are none of these and are ruled out
         // by one integer compare.
         match name.len() {
-            4 if name.eq_ignore_ascii_case(b"host") => self.on_host(value),
+            4 if name.eq_ignore_ascii_case(b"host") => self.on_host(value, value_at),
             6 if name.eq_ignore_ascii_case(b"expect") => {
                 self.expect_continue |= self.version == Version::Http11
                     && list_elements(value).any(|e| e.eq_ignore_ascii_case(b"100-continue"));
@@ -662,12 +712,16 @@ impl Fields {
 
     /// RFC 9112 section 3.2: more than one Host, or an invalid one, is a 400 for any
     /// version. An empty value is allowed (for targets without an authority).
-    fn on_host(&mut self, value: &[u8]) -> Result<(), ParseError> {
+    fn on_host(&mut self, value: &[u8], at: Range<usize>) -> Result<(), ParseError> {
         if self.host {
             return Err(bad("more than one Host header"));
         }
         self.host = true;
-        if value.is_empty() || valid_authority(value, false) {
+        if value.is_empty() || value == self.known_host {
+            return Ok(());
+        }
+        if valid_authority(value, false) {
+            self.new_valid_host = Some(at);
             Ok(())
         } else {
             Err(bad("invalid Host header"))

@@ -2,7 +2,9 @@
 
 use super::super::error::ParseError;
 use super::super::limits::Limits;
-use super::{parse_head, parse_head_into, BodyKind, Head, HeaderSpan, Version};
+use super::{
+    parse_head, parse_head_into, parse_head_reusing, BodyKind, Head, HeaderSpan, Scratch, Version,
+};
 
 fn bad(reason: &'static str) -> ParseError {
     ParseError::BadRequest(reason)
@@ -175,6 +177,41 @@ fn parse_head_into_reuses_the_vector() {
     assert_eq!(head.headers.as_ptr(), ptr);
     assert_eq!(head.headers.len(), 3);
     assert!(spare.is_empty());
+}
+
+#[test]
+fn a_remembered_host_is_only_a_shortcut_for_equal_bytes() {
+    let limits = Limits::default();
+    let mut scratch = Scratch::default();
+    let mut parse = |raw: &[u8]| {
+        let got = parse_head_reusing(raw, &limits, &mut scratch).map(|h| h.map(|h| h.len));
+        if let Ok(Some(_)) = got {
+            scratch.headers.clear();
+        }
+        got
+    };
+    let ok = b"GET / HTTP/1.1\r\nHost: example.com:8080\r\n\r\n";
+    assert_eq!(parse(ok), Ok(Some(ok.len())));
+    assert_eq!(parse(ok), Ok(Some(ok.len())));
+    // Anything else is judged in full, before and after a remembered value.
+    let invalid = bad("invalid Host header");
+    for host in [
+        "example.com:8080x",
+        "example.com:80800",
+        "exa mple.com",
+        "example.com:8080 x",
+    ] {
+        let raw = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        assert_eq!(parse(raw.as_bytes()), Err(invalid.clone()), "{host}");
+        assert_eq!(parse(ok), Ok(Some(ok.len())));
+    }
+    // A second Host is refused even when both equal the remembered one.
+    let twice = b"GET / HTTP/1.1\r\nHost: example.com:8080\r\nHost: example.com:8080\r\n\r\n";
+    assert_eq!(parse(twice), Err(bad("more than one Host header")));
+    // A new valid value replaces the remembered one.
+    let other = b"GET / HTTP/1.1\r\nHost: [::1]:9\r\n\r\n";
+    assert_eq!(parse(other), Ok(Some(other.len())));
+    assert_eq!(parse(ok), Ok(Some(ok.len())));
 }
 
 /// Requests that must be rejected, and with what.

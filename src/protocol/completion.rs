@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 
 use super::respond::{encode_error, encode_result, Encoded};
 use super::{stream, Connection};
-use crate::http1::encode::{self, Framing};
+use crate::http1::encode::Framing;
 use crate::request::Request;
 
 /// Called by asyncio when a suspended handler's task finishes.
@@ -26,9 +26,7 @@ impl Completion {
         let mut unsent = None;
         Connection::with_borrow(conn, |this, py| {
             this.in_flight = this.in_flight.saturating_sub(1);
-            let wall = std::time::SystemTime::now();
-            this.date = encode::date_line_at(wall);
-            this.clock = (std::time::Instant::now(), wall);
+            this.set_clock(std::time::Instant::now(), std::time::SystemTime::now());
             if this.closed {
                 // The client left first: a streamed answer is told it will never start.
                 unsent = task

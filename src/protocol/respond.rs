@@ -44,35 +44,32 @@ pub fn encode_result(
             resp.borrow().encode_into(py, out, framing, common),
         ));
     }
-    let (body, content_type): (Bound<'_, PyAny>, &str) = if let Ok(s) = result.cast::<PyString>() {
-        (
-            PyBytes::new(py, s.to_str()?.as_bytes()).into_any(),
-            TEXT_PLAIN,
-        )
-    } else if result.is_instance_of::<PyBytes>() {
-        (result.clone(), OCTET_STREAM)
-    } else if result.is_instance_of::<PyDict>() || result.is_instance_of::<PyList>() {
-        (
-            pyrefs::get(py)?.json_dumps.bind(py).call1((result,))?,
-            APPLICATION_JSON,
-        )
-    } else if stream::is_stream(result) {
+    let mut whole = |body: &[u8], content_type| {
+        let parts = encode::Parts {
+            status: 200,
+            content_type: Some(content_type),
+            headers: &[],
+            body,
+        };
+        Encoded::Whole(encode::encode_response(out, &parts, framing, common))
+    };
+    if let Ok(s) = result.cast::<PyString>() {
+        // The str's own UTF-8 (for ASCII, its data): no bytes object in between.
+        return Ok(whole(s.to_str()?.as_bytes(), TEXT_PLAIN));
+    }
+    if let Ok(b) = result.cast::<PyBytes>() {
+        return Ok(whole(b.as_bytes(), OCTET_STREAM));
+    }
+    if result.is_instance_of::<PyDict>() || result.is_instance_of::<PyList>() {
+        let json = pyrefs::get(py)?.json_dumps.bind(py).call1((result,))?;
+        return Ok(whole(json.cast::<PyBytes>()?.as_bytes(), APPLICATION_JSON));
+    }
+    if stream::is_stream(result) {
         return stream::plan(common, result, framing, out).map(|p| Encoded::Stream(Box::new(p)));
-    } else {
-        return Err(PyTypeError::new_err(format!(
-            "handler returned {}; return a Response, StreamingResponse, str, bytes, dict or list",
-            result.get_type().name()?
-        )));
-    };
-    let body = body.cast::<PyBytes>()?;
-    let parts = encode::Parts {
-        status: 200,
-        content_type: Some(content_type),
-        headers: &[],
-        body: body.as_bytes(),
-    };
-    Ok(Encoded::Whole(encode::encode_response(
-        out, &parts, framing, common,
+    }
+    Err(PyTypeError::new_err(format!(
+        "handler returned {}; return a Response, StreamingResponse, str, bytes, dict or list",
+        result.get_type().name()?
     )))
 }
 
