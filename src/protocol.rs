@@ -36,7 +36,7 @@ use crate::http1::parse::{self, BodyKind, Head, Version};
 use crate::request::{self, Body, Exchange, Request};
 use crate::response::{Response, TEXT_PLAIN};
 use crate::router::params::ParamValue;
-use crate::router::tree::Lookup;
+use crate::router::tree::{Lookup, Router};
 
 mod completion;
 mod current;
@@ -694,10 +694,7 @@ impl Connection {
             }
         }
         let buf = &parts.buf.bind(py).as_bytes()[parts.base..];
-        // The parser only accepts visible ASCII in the method and target.
-        let method = std::str::from_utf8(&buf[parts.method.clone()]).unwrap_or("");
-        let path = std::str::from_utf8(&buf[parts.path.clone()]).unwrap_or("");
-        let (route_index, params) = match disp.router.lookup(method, path) {
+        let (route_index, params) = match route_for(&disp.router, buf, &parts) {
             Lookup::Found { route, params } => (route, params),
             Lookup::NotFound => {
                 let resp = Response::new_plain(py, 404, b"Not Found", TEXT_PLAIN);
@@ -1074,6 +1071,23 @@ impl Connection {
         self.paused_for_concurrency = false;
         let chunk = PyBytes::new(py, &mem::take(&mut self.buf));
         self.process(py, &chunk, 0)
+    }
+}
+
+/// The router's answer for a request head whose bytes are `buf`: a pattern without
+/// parameters straight from the bytes, anything else by the walk.
+fn route_for<'a>(router: &'a Router, buf: &'a [u8], parts: &request::Parts) -> Lookup<'a> {
+    let (method, path) = (&buf[parts.method.clone()], &buf[parts.path.clone()]);
+    match router.exact(method, path) {
+        Some(route) => Lookup::Found {
+            route,
+            params: Vec::new(),
+        },
+        // The parser only accepts visible ASCII in the method and target.
+        None => router.lookup(
+            std::str::from_utf8(method).unwrap_or(""),
+            std::str::from_utf8(path).unwrap_or(""),
+        ),
     }
 }
 

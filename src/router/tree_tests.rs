@@ -44,8 +44,15 @@ fn check(router: &Router, cases: &[(&str, &str, Want)]) {
         .iter()
         .filter_map(|(method, path, want)| {
             let got = router.lookup(method, path);
-            let bad = !want.matches(&got);
-            bad.then(|| format!("{method} {path}: want {want:?}, got {got:?}"))
+            // The static shortcut, where it answers, answers what the walk does.
+            let exact = router.exact(method.as_bytes(), path.as_bytes());
+            let same = match (exact, &got) {
+                (None, _) => true,
+                (Some(e), Lookup::Found { route, params }) => e == *route && params.is_empty(),
+                (Some(_), _) => false,
+            };
+            let bad = !want.matches(&got) || !same;
+            bad.then(|| format!("{method} {path}: want {want:?}, got {got:?}, exact {exact:?}"))
         })
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -193,6 +200,19 @@ fn lookups() {
         ("GET", "/%zz/me", N),
     ];
     check(&table(), cases);
+}
+
+#[test]
+fn static_patterns_are_found_without_the_walk() {
+    let router = table();
+    assert_eq!(router.exact(b"GET", b"/items"), Some(1));
+    assert_eq!(router.exact(b"HEAD", b"/items"), Some(1));
+    assert_eq!(router.exact(b"POST", b"/users"), Some(3));
+    // Another method, an escape, a parameter or a miss: the walk decides.
+    assert_eq!(router.exact(b"PUT", b"/users"), None);
+    assert_eq!(router.exact(b"GET", b"/it%65ms"), None);
+    assert_eq!(router.exact(b"GET", b"/users/42"), None);
+    assert_eq!(router.exact(b"GET", b"/nothing"), None);
 }
 
 #[test]
