@@ -101,29 +101,7 @@ pub struct Head {
 ///
 /// The request is invalid or over a limit; answer `status()` and close.
 pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Option<Head>, ParseError> {
-    parse_head_into(buf, limits, &mut Vec::new())
-}
-
-/// Like [`parse_head`], but fills `headers` (cleared first) so its allocation can be
-/// reused. On `Ok(Some(head))` the filled vector moves into `head.headers` and
-/// `headers` is left empty; hand `head.headers` back (`spare = head.headers`) once
-/// done with the request to parse the next one without allocating.
-///
-/// # Errors
-///
-/// The request is invalid or over a limit; answer `status()` and close.
-pub fn parse_head_into(
-    buf: &[u8],
-    limits: &Limits,
-    headers: &mut Vec<HeaderSpan>,
-) -> Result<Option<Head>, ParseError> {
-    let mut scratch = Scratch {
-        headers: std::mem::take(headers),
-        host: Vec::new(),
-    };
-    let parsed = parse_head_reusing(buf, limits, &mut scratch);
-    *headers = scratch.headers;
-    parsed
+    parse_head_reusing(buf, limits, &mut Scratch::default())
 }
 
 /// What one connection's parser keeps between heads: the headers vector to refill,
@@ -136,7 +114,9 @@ pub struct Scratch {
     host: Vec<u8>,
 }
 
-/// Like [`parse_head_into`], with everything a connection can reuse in `scratch`.
+/// Like [`parse_head`], with everything a connection can reuse in `scratch`: on
+/// `Ok(Some(head))` the header vector moves into `head.headers` (hand it back to
+/// `scratch.headers` to parse the next head without allocating).
 ///
 /// # Errors
 ///

@@ -2,9 +2,7 @@
 
 use super::super::error::ParseError;
 use super::super::limits::Limits;
-use super::{
-    parse_head, parse_head_into, parse_head_reusing, BodyKind, Head, HeaderSpan, Scratch, Version,
-};
+use super::{parse_head, parse_head_reusing, BodyKind, Head, HeaderSpan, Scratch, Version};
 
 fn bad(reason: &'static str) -> ParseError {
     ParseError::BadRequest(reason)
@@ -153,30 +151,34 @@ fn pipelined_requests_stop_at_the_next_one() {
     let raw = b"GET /1 HTTP/1.1\r\nHost: a\r\n\r\nPOST /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhiGET /3 HTTP/1.1\r\nHost: a\r\n\r\nGET /4 HT";
     let mut pos = 0;
     let mut targets = Vec::new();
-    let mut spare = Vec::new();
-    while let Some(head) = parse_head_into(&raw[pos..], &Limits::default(), &mut spare).unwrap() {
+    let mut spare = Scratch::default();
+    while let Some(head) = parse_head_reusing(&raw[pos..], &Limits::default(), &mut spare).unwrap()
+    {
         targets.push(s(&raw[pos..], head.target.clone()).to_owned());
         pos += head.len;
         if let BodyKind::Length(n) = head.body {
             pos += usize::try_from(n).unwrap();
         }
-        spare = head.headers;
+        spare.headers = head.headers;
     }
     assert_eq!(targets, ["/1", "/2", "/3"]);
     assert_eq!(&raw[pos..], b"GET /4 HT");
 }
 
 #[test]
-fn parse_head_into_reuses_the_vector() {
+fn parse_head_reusing_reuses_the_vector() {
     let raw = b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n";
-    let mut spare: Vec<HeaderSpan> = Vec::with_capacity(32);
-    let ptr = spare.as_ptr();
-    let head = parse_head_into(raw, &Limits::default(), &mut spare)
+    let mut spare = Scratch {
+        headers: Vec::<HeaderSpan>::with_capacity(32),
+        ..Scratch::default()
+    };
+    let ptr = spare.headers.as_ptr();
+    let head = parse_head_reusing(raw, &Limits::default(), &mut spare)
         .unwrap()
         .unwrap();
     assert_eq!(head.headers.as_ptr(), ptr);
     assert_eq!(head.headers.len(), 3);
-    assert!(spare.is_empty());
+    assert!(spare.headers.is_empty());
 }
 
 #[test]
@@ -540,18 +542,18 @@ fn mutated_requests_never_panic_and_parse_consistently() {
 fn bench_parse() {
     let raw = b"GET /api/items/42?page=2 HTTP/1.1\r\nHost: example.com:8080\r\nUser-Agent: wrk/4.2\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate\r\nConnection: keep-alive\r\n\r\n";
     let limits = Limits::default();
-    let mut spare = Vec::with_capacity(16);
+    let mut spare = Scratch::default();
     let n = 1_000_000u32;
     let start = std::time::Instant::now();
     for _ in 0..n {
-        let head = parse_head_into(std::hint::black_box(raw), &limits, &mut spare)
+        let head = parse_head_reusing(std::hint::black_box(raw), &limits, &mut spare)
             .unwrap()
             .unwrap();
-        spare = std::hint::black_box(head).headers;
+        spare.headers = std::hint::black_box(head).headers;
     }
     let ns = start.elapsed().as_nanos() / u128::from(n);
     println!(
-        "parse_head_into: {ns} ns/parse ({} bytes, 5 headers)",
+        "parse_head_reusing: {ns} ns/parse ({} bytes, 5 headers)",
         raw.len()
     );
 }
