@@ -8,6 +8,10 @@ change of a few percent is real, whatever else the machine is doing.
 
     .venv/bin/python benchmarks/micro/instructions.py [SCENARIO ...]
 
+With ``--floor`` it counts the Python floor instead (floor_path.py: plaintext and
+pipelined), run by an interpreter that has httptools and uvloop, e.g.
+``benchmarks/.work/venv-peers/bin/python``.
+
 The guard (tests/perf/test_instructions.py) uses this against the budgets in
 tests/perf/budgets.json.
 """
@@ -25,13 +29,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from core_path import SCENARIOS  # noqa: E402
-
 LOW, HIGH = 200, 2200
 _TOTAL = re.compile(r"Collected\s*:\s*(\d+)")
 
 
-def _count(python: str, scenario: str, reads: int) -> int:
+def _count(python: str, scenario: str, reads: int, script: str = "core_path.py") -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(
             [
@@ -39,7 +41,7 @@ def _count(python: str, scenario: str, reads: int) -> int:
                 "--tool=callgrind",
                 f"--callgrind-out-file={tmp}/out",
                 python,
-                str(HERE / "core_path.py"),
+                str(HERE / script),
             ],
             env={**os.environ, "SCENARIO": scenario, "N": str(reads), "PYTHONHASHSEED": "0"},
             capture_output=True,
@@ -52,18 +54,38 @@ def _count(python: str, scenario: str, reads: int) -> int:
     return int(match.group(1))
 
 
-def per_request(scenario: str, python: str = sys.executable) -> int:
-    """Instructions one request of ``scenario`` costs."""
+def per_request(scenario: str, python: str = sys.executable, floor: bool = False) -> int:
+    """Instructions one request of ``scenario`` costs (of the floor's, with ``floor``)."""
+    if floor:
+        script, per_read = "floor_path.py", _floor_reads()[scenario]
+    else:
+        script, per_read = "core_path.py", _scenarios()[scenario]
     with ThreadPoolExecutor(2) as pool:
-        low, high = pool.map(lambda n: _count(python, scenario, n), (LOW, HIGH))
-    requests = (HIGH - LOW) * SCENARIOS[scenario].per_read
-    return round((high - low) / requests)
+        low, high = pool.map(lambda n: _count(python, scenario, n, script), (LOW, HIGH))
+    return round((high - low) / ((HIGH - LOW) * per_read))
+
+
+def _scenarios() -> dict[str, int]:
+    """core_path.py's scenarios and their requests per read (imports veter)."""
+    from core_path import SCENARIOS
+
+    return {name: scenario.per_read for name, scenario in SCENARIOS.items()}
+
+
+def _floor_reads() -> dict[str, int]:
+    """floor_path.py's scenarios (imports httptools)."""
+    from floor_path import PER_READ
+
+    return PER_READ
 
 
 def main() -> None:
-    names = sys.argv[1:] or list(SCENARIOS)
+    args = sys.argv[1:]
+    floor = "--floor" in args
+    names = [a for a in args if a != "--floor"] or list(_floor_reads() if floor else _scenarios())
     for name in names:
-        print(f"{name:10} {per_request(name):>7,} instructions/request", flush=True)
+        label = f"floor {name}" if floor else name
+        print(f"{label:16} {per_request(name, floor=floor):>7,} instructions/request", flush=True)
 
 
 if __name__ == "__main__":
