@@ -59,7 +59,16 @@ def test_route_declaration_checks() -> None:
 def test_settings_default_to_the_server_settings() -> None:
     config = ServerConfig(ws_max_message_size=5, ws_ping_interval=0)
     resolved = WebSocketSettings(max_queue=7).resolved(config)
-    assert resolved == WebSocketSettings(5, 7, 0.0, config.ws_ping_timeout, config.ws_close_timeout)
+    assert resolved == WebSocketSettings(
+        5, 7, 0.0, config.ws_ping_timeout, config.ws_close_timeout, True, 12, 1, 128
+    )
+    off = WebSocketSettings(deflate=False, deflate_level=9).resolved(ServerConfig(ws_deflate_min_size=0))
+    assert (off.deflate, off.deflate_window_bits, off.deflate_level, off.deflate_min_size) == (
+        False,
+        12,
+        9,
+        0,
+    )
 
 
 def test_server_settings_are_validated() -> None:
@@ -69,6 +78,22 @@ def test_server_settings_are_validated() -> None:
         ServerConfig(ws_ping_interval=-1)
     with pytest.raises(ValueError, match="ws_close_timeout"):
         ServerConfig(ws_close_timeout=0)
+    with pytest.raises(ValueError, match="ws_deflate_window_bits must be 9 to 15, got 8"):
+        ServerConfig(ws_deflate_window_bits=8)
+    with pytest.raises(ValueError, match="ws_deflate_level"):
+        ServerConfig(ws_deflate_level=0)
+    with pytest.raises(ValueError, match="ws_deflate_min_size"):
+        ServerConfig(ws_deflate_min_size=-1)
+
+
+def test_route_deflate_settings_are_validated() -> None:
+    app = veter.App()
+    with pytest.raises(ValueError, match="/ws: deflate_window_bits must be 9 to 15, got 16"):
+        app.websocket("/ws", deflate_window_bits=16)
+    with pytest.raises(ValueError, match="/ws: deflate_level must be 1 to 9, got 10"):
+        app.websocket("/ws", deflate_level=10)
+    with pytest.raises(ValueError, match="/ws: deflate_min_size must be >= 0"):
+        app.websocket("/ws", deflate_min_size=-5)
 
 
 @pytest.mark.parametrize(

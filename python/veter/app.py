@@ -135,15 +135,29 @@ class App:
         ping_interval: float | None = None,
         ping_timeout: float | None = None,
         close_timeout: float | None = None,
+        deflate: bool | None = None,
+        deflate_window_bits: int | None = None,
+        deflate_level: int | None = None,
+        deflate_min_size: int | None = None,
     ) -> Callable[[H], H]:
         """Register ``async def handler(ws, **params)`` for WebSocket connections on
-        ``path`` (see docs/websockets.md). The limits default to the server's
-        ``ws_*`` settings."""
-        settings = WebSocketSettings(max_message_size, max_queue, ping_interval, ping_timeout, close_timeout)
-        for field in dataclasses.fields(settings):
-            value = getattr(settings, field.name)
-            if value is not None and not value >= 0:
-                raise ValueError(f"{path}: {field.name} must be >= 0, got {value!r}")
+        ``path`` (see docs/websockets.md). The limits and the permessage-deflate
+        settings default to the server's ``ws_*`` settings."""
+        settings = WebSocketSettings(
+            max_message_size,
+            max_queue,
+            ping_interval,
+            ping_timeout,
+            close_timeout,
+            deflate,
+            deflate_window_bits,
+            deflate_level,
+            deflate_min_size,
+        )
+        try:
+            settings.check()
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
 
         def register(handler: H) -> H:
             self._check_open("add a route")

@@ -278,6 +278,29 @@ def main() -> None:
     default=None,
     help=f"Seconds a WebSocket close waits for the peer's [default: {_DEFAULTS.ws_close_timeout}].",
 )
+@click.option(
+    "--ws-deflate/--no-ws-deflate",
+    default=None,
+    help=f"Agree to permessage-deflate when a WebSocket client offers it [default: {_DEFAULTS.ws_deflate}].",
+)
+@click.option(
+    "--ws-deflate-window-bits",
+    type=int,
+    default=None,
+    help=f"Largest WebSocket compression window, 9-15 [default: {_DEFAULTS.ws_deflate_window_bits}].",
+)
+@click.option(
+    "--ws-deflate-level",
+    type=int,
+    default=None,
+    help=f"zlib level of WebSocket compression, 1-9 [default: {_DEFAULTS.ws_deflate_level}].",
+)
+@click.option(
+    "--ws-deflate-min-size",
+    type=int,
+    default=None,
+    help=f"Smallest WebSocket message sent compressed, in bytes [default: {_DEFAULTS.ws_deflate_min_size}].",
+)
 @click.option("--workers", default=None, help="Worker processes, or 'auto' for one per CPU [default: 1].")
 @click.option("--single-process", is_flag=True, help="Serve in this process, without a master (debugging).")
 @click.option(

@@ -103,6 +103,15 @@ class ServerConfig:
     ws_ping_timeout: float = 20.0
     #: Seconds close() waits for the peer's close frame before dropping the connection.
     ws_close_timeout: float = 5.0
+    #: Agree to permessage-deflate (RFC 7692) when a WebSocket client offers it.
+    ws_deflate: bool = True
+    #: The server's largest WebSocket compression window, 9-15 (2**bits bytes; zlib
+    #: also keeps 128 KiB of state per compressing connection).
+    ws_deflate_window_bits: int = 12
+    #: zlib level of WebSocket compression, 1 (fastest) to 9 (smallest).
+    ws_deflate_level: int = 1
+    #: WebSocket messages shorter than this many bytes are sent uncompressed.
+    ws_deflate_min_size: int = 128
 
     def __post_init__(self) -> None:
         # "off" turns these off from a flag, the environment or a TOML file alike.
@@ -141,6 +150,12 @@ class ServerConfig:
                 raise ValueError(f"{name} must be a number of seconds >= 0 (0: off)")
         if not self.ws_close_timeout > 0:
             raise ValueError("ws_close_timeout must be a positive number of seconds")
+        if not 9 <= self.ws_deflate_window_bits <= 15:
+            raise ValueError(f"ws_deflate_window_bits must be 9 to 15, got {self.ws_deflate_window_bits}")
+        if not 1 <= self.ws_deflate_level <= 9:
+            raise ValueError(f"ws_deflate_level must be 1 to 9, got {self.ws_deflate_level}")
+        if self.ws_deflate_min_size < 0:
+            raise ValueError(f"ws_deflate_min_size must be >= 0, got {self.ws_deflate_min_size}")
         if not self.lag_threshold >= 0:
             raise ValueError("lag_threshold must be a number of seconds >= 0 (0: off)")
         if self.max_connections < 0:

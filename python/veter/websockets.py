@@ -66,6 +66,27 @@ class WebSocketSettings:
     ping_interval: float | None = None
     ping_timeout: float | None = None
     close_timeout: float | None = None
+    #: Offer permessage-deflate to clients that ask for it.
+    deflate: bool | None = None
+    #: The server's largest compression window, 9-15 (2**bits bytes).
+    deflate_window_bits: int | None = None
+    #: zlib level, 1 (fastest) to 9 (smallest).
+    deflate_level: int | None = None
+    #: Messages shorter than this many bytes are sent uncompressed.
+    deflate_min_size: int | None = None
+
+    def check(self) -> None:
+        """Raises ValueError naming the first setting out of its range."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None or f.name == "deflate":
+                continue
+            if not value >= 0:
+                raise ValueError(f"{f.name} must be >= 0, got {value!r}")
+        if self.deflate_window_bits is not None and not 9 <= self.deflate_window_bits <= 15:
+            raise ValueError(f"deflate_window_bits must be 9 to 15, got {self.deflate_window_bits}")
+        if self.deflate_level is not None and not 1 <= self.deflate_level <= 9:
+            raise ValueError(f"deflate_level must be 1 to 9, got {self.deflate_level}")
 
     def resolved(self, config: ServerConfig) -> WebSocketSettings:
         """Every None replaced by the server's ``ws_*`` setting."""
@@ -92,6 +113,10 @@ class WebSocket:
             WebSocketDisconnect,
             max_message=_int(settings.max_message_size),
             max_queue=_int(settings.max_queue),
+            deflate=bool(settings.deflate),
+            deflate_window_bits=_int(settings.deflate_window_bits),
+            deflate_level=_int(settings.deflate_level),
+            deflate_min_size=_int(settings.deflate_min_size),
         )
         self._loop = asyncio.get_running_loop()
         self._decision: asyncio.Future[AnyResponse] = self._loop.create_future()
@@ -155,6 +180,11 @@ class WebSocket:
         if subprotocol is not None:
             out.append(("Sec-WebSocket-Protocol", subprotocol))
             self.subprotocol = subprotocol
+        offers = self.request.headers.getall("sec-websocket-extensions", [])
+        if offers and not any(str(n).lower() == "sec-websocket-extensions" for n, _ in extra):
+            agreed = self._protocol.negotiate(", ".join(offers))
+            if agreed is not None:
+                out.append(("Sec-WebSocket-Extensions", agreed))
         out.extend((str(n), str(v)) for n, v in extra)
         self._accepted = True
         self._decision.set_result(_Upgrade(self, out))

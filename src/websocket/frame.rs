@@ -1,9 +1,10 @@
 //! WebSocket frames (RFC 6455 section 5), sans-IO: reading a client's masked
 //! frames and writing the server's unmasked ones.
 //!
-//! The reader is strict where the RFC says MUST: reserved bits (no extension is
-//! negotiated), unknown opcodes, unmasked client frames, fragmented or oversized
-//! control frames and 64-bit lengths with the top bit set are protocol errors.
+//! The reader is strict where the RFC says MUST: reserved bits (RSV1 is allowed only
+//! when permessage-deflate was negotiated, and only the caller knows where),
+//! unknown opcodes, unmasked client frames, fragmented or oversized control frames
+//! and 64-bit lengths with the top bit set are protocol errors.
 //! A frame longer than the message limit is refused from its header, before any
 //! of its payload is buffered.
 
@@ -69,6 +70,8 @@ fn protocol_error(reason: &'static str) -> Failure {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
     pub fin: bool,
+    /// RSV1: with permessage-deflate, the first frame of a compressed message.
+    pub rsv1: bool,
     pub opcode: Opcode,
     pub mask: [u8; 4],
     /// Bytes the header itself took.
@@ -77,13 +80,19 @@ pub struct Header {
 }
 
 /// Reads a frame header from the start of `data`: `Ok(None)` when more bytes are
-/// needed. `max_payload` bounds a data frame's payload.
-pub fn read_header(data: &[u8], max_payload: usize) -> Result<Option<Header>, Failure> {
+/// needed. `max_payload` bounds a data frame's payload; `rsv1_allowed` when an
+/// extension (permessage-deflate) gave RSV1 a meaning.
+pub fn read_header(
+    data: &[u8],
+    max_payload: usize,
+    rsv1_allowed: bool,
+) -> Result<Option<Header>, Failure> {
     if data.len() < 2 {
         return Ok(None);
     }
     let (b0, b1) = (data[0], data[1]);
-    if b0 & 0x70 != 0 {
+    let reserved = if rsv1_allowed { 0x30 } else { 0x70 };
+    if b0 & reserved != 0 {
         return Err(protocol_error("reserved bits set without an extension"));
     }
     let opcode = Opcode::from_bits(b0 & 0x0F).ok_or_else(|| protocol_error("unknown opcode"))?;
@@ -113,6 +122,12 @@ pub fn read_header(data: &[u8], max_payload: usize) -> Result<Option<Header>, Fa
         }
         n => (n, 2),
     };
+    let rsv1 = b0 & 0x40 != 0;
+    if rsv1 && !matches!(opcode, Opcode::Text | Opcode::Binary) {
+        return Err(protocol_error(
+            "RSV1 set on a frame that does not start a message",
+        ));
+    }
     if opcode.is_control() {
         if !fin {
             return Err(protocol_error("control frames cannot be fragmented"));
@@ -133,6 +148,7 @@ pub fn read_header(data: &[u8], max_payload: usize) -> Result<Option<Header>, Fa
     mask.copy_from_slice(&data[at..at + 4]);
     Ok(Some(Header {
         fin,
+        rsv1,
         opcode,
         mask,
         header_len: at + 4,
@@ -170,10 +186,11 @@ pub fn unmask(data: &mut [u8], mask: [u8; 4], offset: usize) {
     }
 }
 
-/// Appends a server frame (never masked) holding `payload` to `out`.
-pub fn write_frame(out: &mut Vec<u8>, opcode: Opcode, fin: bool, payload: &[u8]) {
+/// Appends a server frame (never masked) holding `payload` to `out`; `compressed`
+/// sets RSV1 (a permessage-deflate message).
+pub fn write_frame(out: &mut Vec<u8>, opcode: Opcode, fin: bool, compressed: bool, payload: &[u8]) {
     out.reserve(payload.len() + 10);
-    out.push(if fin { 0x80 } else { 0 } | opcode.bits());
+    out.push(if fin { 0x80 } else { 0 } | if compressed { 0x40 } else { 0 } | opcode.bits());
     let n = payload.len();
     if n < 126 {
         // Fits in seven bits.
@@ -229,37 +246,72 @@ pub fn close_payload(code: u16, reason: &str) -> Vec<u8> {
     out
 }
 
-/// Incremental UTF-8 check of a text message arriving in pieces.
+/// UTF-8 check of a text message whose bytes arrive in pieces (reads, frames,
+/// inflated output): each piece is checked once, as it arrives, so bad bytes fail
+/// the message at once however long it is. A character cut between pieces is kept
+/// (at most three bytes) and finished with the next piece's first bytes.
 #[derive(Default)]
 pub struct Utf8Check {
-    /// Bytes of the message known to be valid so far (a character may be cut after).
-    valid: usize,
+    cut: [u8; 4],
+    cut_len: usize,
+}
+
+fn invalid_text() -> Failure {
+    Failure {
+        code: INVALID_PAYLOAD,
+        reason: "text message is not valid UTF-8",
+    }
+}
+
+/// Bytes of a character starting with `lead` (0 for a byte no character starts with).
+fn char_width(lead: u8) -> usize {
+    match lead {
+        0x00..=0x7F => 1,
+        0xC2..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF4 => 4,
+        _ => 0,
+    }
 }
 
 impl Utf8Check {
-    /// Checks what was appended to `text` since the last call; `complete` when the
-    /// message has ended (a cut character is then an error too).
-    pub fn feed(&mut self, text: &[u8], complete: bool) -> Result<(), Failure> {
-        let invalid = Failure {
-            code: INVALID_PAYLOAD,
-            reason: "text message is not valid UTF-8",
-        };
-        match std::str::from_utf8(&text[self.valid..]) {
-            Ok(_) => {
-                self.valid = text.len();
-                Ok(())
+    /// Checks the next `piece` of the message; `complete` when it is the last (a cut
+    /// character is then an error too).
+    pub fn feed(&mut self, piece: &[u8], complete: bool) -> Result<(), Failure> {
+        let mut rest = piece;
+        if self.cut_len > 0 {
+            let width = char_width(self.cut[0]);
+            let take = (width - self.cut_len).min(rest.len());
+            self.cut[self.cut_len..self.cut_len + take].copy_from_slice(&rest[..take]);
+            self.cut_len += take;
+            rest = &rest[take..];
+            match std::str::from_utf8(&self.cut[..self.cut_len]) {
+                Ok(_) => self.cut_len = 0,
+                Err(e) if e.error_len().is_some() => return Err(invalid_text()),
+                // Still cut (the piece was shorter than the character's rest).
+                Err(_) => {
+                    return if complete {
+                        Err(invalid_text())
+                    } else {
+                        Ok(())
+                    }
+                }
             }
-            Err(e) if e.error_len().is_some() => Err(invalid),
-            Err(_) if complete => Err(invalid),
+        }
+        match std::str::from_utf8(rest) {
+            Ok(_) => Ok(()),
+            Err(e) if e.error_len().is_some() || complete => Err(invalid_text()),
             Err(e) => {
-                self.valid += e.valid_up_to();
+                let tail = &rest[e.valid_up_to()..];
+                self.cut[..tail.len()].copy_from_slice(tail);
+                self.cut_len = tail.len();
                 Ok(())
             }
         }
     }
 
     pub fn reset(&mut self) {
-        self.valid = 0;
+        self.cut_len = 0;
     }
 }
 
@@ -289,14 +341,14 @@ mod tests {
         for n in [0usize, 5, 125, 126, 1000, 65535, 65536, 70000] {
             let payload: Vec<u8> = (0..n).map(|i| u8::try_from(i % 251).unwrap_or(0)).collect();
             let frame = masked(0x2, true, &payload, [1, 2, 3, 250]);
-            let h = read_header(&frame, 1 << 20).unwrap().unwrap();
+            let h = read_header(&frame, 1 << 20, false).unwrap().unwrap();
             assert_eq!((h.fin, h.opcode, h.payload_len), (true, Opcode::Binary, n));
             let mut out = Vec::new();
             unmask_into(&frame[h.header_len..], h.mask, 0, &mut out);
             assert_eq!(out, payload);
             // Every prefix of the header asks for more bytes.
             for cut in 0..h.header_len {
-                assert_eq!(read_header(&frame[..cut], 1 << 20), Ok(None));
+                assert_eq!(read_header(&frame[..cut], 1 << 20, false), Ok(None));
             }
         }
     }
@@ -305,7 +357,7 @@ mod tests {
     fn unmasking_in_pieces_matches_unmasking_at_once() {
         let payload: Vec<u8> = (0..101u8).collect();
         let frame = masked(0x1, true, &payload, [9, 8, 7, 6]);
-        let h = read_header(&frame, 1000).unwrap().unwrap();
+        let h = read_header(&frame, 1000, false).unwrap().unwrap();
         let body = &frame[h.header_len..];
         for split in [1, 3, 8, 50, 100] {
             let mut out = Vec::new();
@@ -331,7 +383,7 @@ mod tests {
         ];
         for (bytes, code) in cases {
             assert_eq!(
-                read_header(bytes, 1000).unwrap_err().code,
+                read_header(bytes, 1000, false).unwrap_err().code,
                 code,
                 "{bytes:?}"
             );
@@ -341,13 +393,13 @@ mod tests {
     #[test]
     fn writes_unmasked_frames() {
         let mut out = Vec::new();
-        write_frame(&mut out, Opcode::Text, true, b"hi");
+        write_frame(&mut out, Opcode::Text, true, false, b"hi");
         assert_eq!(out, b"\x81\x02hi");
         out.clear();
-        write_frame(&mut out, Opcode::Binary, false, &[0; 300]);
+        write_frame(&mut out, Opcode::Binary, false, false, &[0; 300]);
         assert_eq!(&out[..4], &[0x02, 126, 1, 44]);
         out.clear();
-        write_frame(&mut out, Opcode::Binary, true, &vec![0; 70000]);
+        write_frame(&mut out, Opcode::Binary, true, false, &vec![0; 70000]);
         assert_eq!(&out[..10], &[0x82, 127, 0, 0, 0, 0, 0, 1, 0x11, 0x70]);
     }
 
@@ -375,17 +427,59 @@ mod tests {
     }
 
     #[test]
+    fn rsv1_only_where_deflate_allows_it() {
+        let compressed_text = [0xC1, 0x80, 0, 0, 0, 0];
+        let h = read_header(&compressed_text, 1000, true).unwrap().unwrap();
+        assert!(h.rsv1);
+        for bytes in [
+            [0xC0, 0x80, 0, 0, 0, 0], // RSV1 on a continuation
+            [0xC9, 0x80, 0, 0, 0, 0], // RSV1 on a ping
+            [0xA1, 0x80, 0, 0, 0, 0], // RSV2
+            [0x91, 0x80, 0, 0, 0, 0], // RSV3
+        ] {
+            assert_eq!(
+                read_header(&bytes, 1000, true).unwrap_err().code,
+                PROTOCOL_ERROR
+            );
+        }
+        let mut out = Vec::new();
+        write_frame(&mut out, Opcode::Text, true, true, b"x");
+        assert_eq!(out, b"\xc1\x01x");
+    }
+
+    #[test]
     fn utf8_check_accepts_cut_characters_until_the_end() {
-        let text = "κόσμε".as_bytes();
+        let text = "aκόσμε€𝄞".as_bytes();
+        // Every way of cutting the text in two or three pieces is accepted.
+        for i in 0..=text.len() {
+            for j in i..=text.len() {
+                let mut check = Utf8Check::default();
+                assert!(check.feed(&text[..i], false).is_ok());
+                assert!(check.feed(&text[i..j], false).is_ok());
+                assert!(check.feed(&text[j..], true).is_ok(), "{i} {j}");
+            }
+        }
         let mut check = Utf8Check::default();
-        assert!(check.feed(&text[..1], false).is_ok());
-        assert!(check.feed(&text[..3], false).is_ok());
-        assert!(check.feed(text, true).is_ok());
-        let mut check = Utf8Check::default();
-        assert!(check.feed(&text[..1], true).is_err());
+        assert!(check.feed(&text[..2], true).is_err()); // ends inside κ
         let mut check = Utf8Check::default();
         assert!(check.feed(b"ab\xff", false).is_err());
         let mut check = Utf8Check::default();
         assert!(check.feed(b"\xed\xa0\x80", false).is_err()); // a surrogate
+    }
+
+    #[test]
+    fn utf8_check_fails_at_the_first_bad_piece() {
+        // A surrogate cut after its first byte fails when its second arrives.
+        let mut check = Utf8Check::default();
+        assert!(check.feed(b"ok \xed", false).is_ok());
+        assert!(check.feed(b"\xa0", false).is_err());
+        // So does a four-byte character past U+10FFFF, one byte at a time.
+        let mut check = Utf8Check::default();
+        assert!(check.feed(b"\xf4", false).is_ok());
+        assert!(check.feed(b"\x90", false).is_err());
+        // A continuation byte with nothing to continue fails in the piece it is in.
+        let mut check = Utf8Check::default();
+        assert!(check.feed(b"fine", false).is_ok());
+        assert!(check.feed(b"\x80 and more", false).is_err());
     }
 }

@@ -2,16 +2,22 @@
 //!
 //! The HTTP connection hands its transport over (`StreamWriter.upgrade`, see
 //! `protocol/stream.rs`); from then on this object is the transport's protocol.
-//! Frames are parsed, unmasked and checked here; fragments are joined into
-//! messages (text checked as UTF-8 as it arrives); pings are answered and the
-//! close handshake is done without Python. Python (`veter.websockets`) sees whole
-//! messages, `str` or `bytes`, through `receive`, and sends through `send`.
+//! Frames are parsed, unmasked and checked here; a data frame's payload is taken
+//! as its bytes arrive (never waiting for the whole frame), inflated when the
+//! message is compressed (permessage-deflate, `deflate.rs`) and checked as UTF-8
+//! when it is text, so a bad message fails at its first bad byte; fragments are
+//! joined into messages; pings are answered and the close handshake is done
+//! without Python. Python (`veter.websockets`) sees whole messages, `str` or
+//! `bytes`, through `receive`, and sends through `send`.
 //!
 //! State, all of it here:
 //! - `attached`: the transport, or none yet (frames sent before are held in
 //!   `early` and written when it arrives) or none any more (`lost`);
-//! - `buf`: bytes of an incomplete frame; `message`: the fragments of the message
-//!   being received;
+//! - `buf`: bytes of an incomplete frame header or control frame; `frame`: the data
+//!   frame whose payload is arriving; `message`: the message being received (its
+//!   fragments joined, inflated if `compressed`);
+//! - `deflate`: the compressor and inflater, once permessage-deflate is agreed in
+//!   the handshake (`negotiate`);
 //! - `inbox`: messages not yet received by Python; above `max_queue` bytes the
 //!   transport stops reading until Python catches up (backpressure);
 //! - closing: `sent_close` / `received_close`; once both are true (or the
@@ -20,6 +26,7 @@
 //! Borrowing: `transport.write` may call `pause_writing` synchronously, so every
 //! call into the transport happens after the borrow is released (`Effects`).
 
+pub mod deflate;
 pub mod frame;
 
 use std::collections::VecDeque;
@@ -29,6 +36,27 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use frame::{Failure, Opcode};
+
+/// A data frame whose payload is arriving.
+#[derive(Clone, Copy)]
+struct InFrame {
+    fin: bool,
+    mask: [u8; 4],
+    /// Payload bytes still to come.
+    remaining: usize,
+    /// Payload bytes taken so far (the mask's position).
+    offset: usize,
+}
+
+/// permessage-deflate, once agreed.
+struct Deflate {
+    deflater: deflate::Deflater,
+    inflater: deflate::Inflater,
+    /// A compressed frame's payload, unmasked, before it is inflated.
+    unmasked: Vec<u8>,
+    /// A message being compressed.
+    packed: Vec<u8>,
+}
 
 /// What to do with the transport once the connection is no longer borrowed.
 #[derive(Default)]
@@ -47,9 +75,15 @@ pub struct WebSocketProtocol {
     early: Vec<u8>,
     lost: bool,
     buf: Vec<u8>,
+    frame: Option<InFrame>,
     message: Vec<u8>,
     message_kind: Option<Opcode>,
+    /// The message being received is compressed (its first frame had RSV1).
+    compressed: bool,
     utf8: frame::Utf8Check,
+    /// The server's permessage-deflate settings (None: not offered).
+    deflate_settings: Option<deflate::Settings>,
+    deflate: Option<Deflate>,
     inbox: VecDeque<(Py<PyAny>, usize)>,
     inbox_bytes: usize,
     receiver: Option<Py<PyAny>>,
@@ -59,6 +93,13 @@ pub struct WebSocketProtocol {
     received_close: bool,
     /// The connection failed (protocol error, message too big, ...): nothing more is read.
     failed: bool,
+    /// A failure found behind messages the handler has not taken yet: it is carried
+    /// out (close frame, then the transport closes) when the handler next asks for a
+    /// message and there is none, so the answers to the good messages go out first.
+    pending_failure: Option<Failure>,
+    /// A message was handed to a waiting `receive` and the handler has not asked
+    /// again since (it may still answer it).
+    handed: bool,
     code: Option<u16>,
     reason: String,
     writing_paused: bool,
@@ -73,9 +114,10 @@ pub struct WebSocketProtocol {
 }
 
 impl WebSocketProtocol {
-    /// Reading is over: a close was received, the connection failed, or it is lost.
+    /// Reading is over: a close was received, the connection failed (or will once
+    /// the handler has taken what came before), or it is lost.
     fn ended(&self) -> bool {
-        self.received_close || self.failed || self.lost
+        self.received_close || self.failed || self.lost || self.pending_failure.is_some()
     }
 
     fn disconnect_error(&self, py: Python<'_>) -> PyErr {
@@ -100,15 +142,51 @@ impl WebSocketProtocol {
     }
 
     fn queue_frame(&mut self, fx: &mut Effects, opcode: Opcode, payload: &[u8]) {
+        self.queue(fx, opcode, false, payload);
+    }
+
+    fn queue(&mut self, fx: &mut Effects, opcode: Opcode, compressed: bool, payload: &[u8]) {
         if self.transport.is_some() {
-            frame::write_frame(&mut fx.write, opcode, true, payload);
+            frame::write_frame(&mut fx.write, opcode, true, compressed, payload);
         } else if !self.lost {
-            frame::write_frame(&mut self.early, opcode, true, payload);
+            frame::write_frame(&mut self.early, opcode, true, compressed, payload);
+        }
+    }
+
+    /// Queues a data message, compressed when deflate is agreed and it is long enough.
+    fn queue_message(&mut self, fx: &mut Effects, opcode: Opcode, payload: &[u8]) {
+        match &mut self.deflate {
+            Some(d) if payload.len() >= d.deflater.min_size => {
+                let mut packed = std::mem::take(&mut d.packed);
+                packed.clear();
+                d.deflater.compress(payload, &mut packed);
+                self.queue(fx, opcode, true, &packed);
+                if let Some(d) = &mut self.deflate {
+                    if packed.capacity() <= 64 * 1024 {
+                        d.packed = packed;
+                    }
+                }
+            }
+            _ => self.queue(fx, opcode, false, payload),
         }
     }
 
     /// Fails the connection: a close frame with `failure`'s code, then the transport closes.
     fn fail(&mut self, py: Python<'_>, fx: &mut Effects, failure: &Failure) -> PyResult<()> {
+        if !self.failed && (self.handed || !self.inbox.is_empty()) {
+            // Good messages came before the bad bytes: let the handler have them.
+            self.pending_failure.get_or_insert_with(|| failure.clone());
+            self.buf.clear();
+            self.message.clear();
+            self.frame = None;
+            return Ok(());
+        }
+        self.fail_now(py, fx, failure)
+    }
+
+    /// Fails the connection without waiting for the handler.
+    fn fail_now(&mut self, py: Python<'_>, fx: &mut Effects, failure: &Failure) -> PyResult<()> {
+        self.pending_failure = None;
         self.failed = true;
         if self.code.is_none() {
             self.code = Some(failure.code);
@@ -120,12 +198,49 @@ impl WebSocketProtocol {
         self.wake_receiver(py)
     }
 
-    /// Parses every complete frame in `data`; returns how many bytes it used.
+    /// Takes what it can of `data`: whole control frames, data frame headers and
+    /// every payload byte of data frames; returns how many bytes it used (the rest
+    /// is an incomplete header or control frame).
     fn parse(&mut self, py: Python<'_>, fx: &mut Effects, data: &[u8]) -> PyResult<usize> {
         let mut pos = 0;
         while !self.ended() {
+            if let Some(mut f) = self.frame {
+                let n = f.remaining.min(data.len() - pos);
+                if n == 0 && f.remaining > 0 {
+                    break;
+                }
+                let piece = &data[pos..pos + n];
+                pos += n;
+                if let Err(failure) = self.take_payload(piece, f.mask, f.offset) {
+                    self.fail(py, fx, &failure)?;
+                    break;
+                }
+                f.offset += n;
+                f.remaining -= n;
+                if f.remaining > 0 {
+                    self.frame = Some(f);
+                    break;
+                }
+                self.frame = None;
+                if f.fin {
+                    match self.end_message(py) {
+                        Ok((message, size)) => self.deliver(py, fx, message, size)?,
+                        Err(failure) => {
+                            self.fail(py, fx, &failure)?;
+                            break;
+                        }
+                    }
+                }
+                continue;
+            }
             let room = self.max_message.saturating_sub(self.message.len());
-            let header = match frame::read_header(&data[pos..], room) {
+            // A compressed frame may be a little longer than what it inflates to.
+            let bound = if self.deflate.is_some() {
+                room.saturating_add(room / 64 + 64)
+            } else {
+                room
+            };
+            let header = match frame::read_header(&data[pos..], bound, self.deflate.is_some()) {
                 Ok(Some(h)) => h,
                 Ok(None) => break,
                 Err(failure) => {
@@ -133,21 +248,113 @@ impl WebSocketProtocol {
                     break;
                 }
             };
-            let end = pos + header.header_len + header.payload_len;
-            if data.len() < end {
-                break;
-            }
-            let payload = &data[pos + header.header_len..end];
-            pos = end;
             if header.opcode.is_control() {
+                let end = pos + header.header_len + header.payload_len;
+                if data.len() < end {
+                    break;
+                }
+                let payload = &data[pos + header.header_len..end];
+                pos = end;
                 let mut plain = Vec::with_capacity(payload.len());
                 frame::unmask_into(payload, header.mask, 0, &mut plain);
                 self.on_control(py, fx, header.opcode, &plain)?;
-            } else {
-                self.on_data(py, fx, header.fin, header.opcode, payload, header.mask)?;
+                continue;
             }
+            if let Err(failure) = self.begin_frame(&header, room) {
+                self.fail(py, fx, &failure)?;
+                break;
+            }
+            pos += header.header_len;
+            self.frame = Some(InFrame {
+                fin: header.fin,
+                mask: header.mask,
+                remaining: header.payload_len,
+                offset: 0,
+            });
         }
         Ok(pos)
+    }
+
+    /// A data frame's header: checks it continues (or starts) a message as it should.
+    fn begin_frame(&mut self, header: &frame::Header, room: usize) -> Result<(), frame::Failure> {
+        match (header.opcode, self.message_kind) {
+            (Opcode::Continuation, Some(_)) => {}
+            (Opcode::Continuation, None) => {
+                return Err(frame::Failure {
+                    code: frame::PROTOCOL_ERROR,
+                    reason: "continuation frame without a message to continue",
+                });
+            }
+            (_, Some(_)) => {
+                return Err(frame::Failure {
+                    code: frame::PROTOCOL_ERROR,
+                    reason: "new message before the last one ended",
+                });
+            }
+            (kind, None) => {
+                self.message_kind = Some(kind);
+                self.compressed = header.rsv1;
+            }
+        }
+        if !self.compressed && header.payload_len > room {
+            return Err(frame::Failure {
+                code: frame::TOO_BIG,
+                reason: "message too big",
+            });
+        }
+        Ok(())
+    }
+
+    /// The next bytes of a data frame's payload, `offset` bytes into it.
+    fn take_payload(
+        &mut self,
+        piece: &[u8],
+        mask: [u8; 4],
+        offset: usize,
+    ) -> Result<(), frame::Failure> {
+        let start = self.message.len();
+        match (&mut self.deflate, self.compressed) {
+            (Some(d), true) => {
+                d.unmasked.clear();
+                frame::unmask_into(piece, mask, offset, &mut d.unmasked);
+                d.inflater
+                    .inflate(&d.unmasked, &mut self.message, self.max_message)?;
+            }
+            _ => frame::unmask_into(piece, mask, offset, &mut self.message),
+        }
+        if self.message_kind == Some(Opcode::Text) {
+            self.utf8.feed(&self.message[start..], false)?;
+        }
+        Ok(())
+    }
+
+    /// The last frame of a message has been taken: the message, and its size.
+    fn end_message(&mut self, py: Python<'_>) -> Result<(Py<PyAny>, usize), frame::Failure> {
+        let kind = self.message_kind.take().unwrap_or(Opcode::Binary);
+        let start = self.message.len();
+        if let (Some(d), true) = (&mut self.deflate, self.compressed) {
+            d.inflater.finish(&mut self.message, self.max_message)?;
+        }
+        self.compressed = false;
+        if kind == Opcode::Text {
+            self.utf8.feed(&self.message[start..], true)?;
+        }
+        self.utf8.reset();
+        let size = self.message.len();
+        let message = if kind == Opcode::Text {
+            // Checked above, piece by piece.
+            let text = std::str::from_utf8(&self.message).unwrap_or_default();
+            PyString::new(py, text).into_any().unbind()
+        } else {
+            PyBytes::new(py, &self.message).into_any().unbind()
+        };
+        if self.message.capacity() > 64 * 1024 {
+            self.message = Vec::new();
+        } else {
+            self.message.clear();
+        }
+        self.messages_in += 1;
+        Ok((message, size))
     }
 
     fn on_control(
@@ -181,64 +388,6 @@ impl WebSocketProtocol {
         Ok(())
     }
 
-    fn on_data(
-        &mut self,
-        py: Python<'_>,
-        fx: &mut Effects,
-        fin: bool,
-        opcode: Opcode,
-        payload: &[u8],
-        mask: [u8; 4],
-    ) -> PyResult<()> {
-        let kind = match (opcode, self.message_kind) {
-            (Opcode::Continuation, Some(kind)) => kind,
-            (Opcode::Continuation, None) => {
-                let failure = frame::Failure {
-                    code: frame::PROTOCOL_ERROR,
-                    reason: "continuation frame without a message to continue",
-                };
-                return self.fail(py, fx, &failure);
-            }
-            (_, Some(_)) => {
-                let failure = frame::Failure {
-                    code: frame::PROTOCOL_ERROR,
-                    reason: "new message before the last one ended",
-                };
-                return self.fail(py, fx, &failure);
-            }
-            (kind, None) => {
-                self.message_kind = Some(kind);
-                kind
-            }
-        };
-        frame::unmask_into(payload, mask, 0, &mut self.message);
-        if kind == Opcode::Text {
-            if let Err(failure) = self.utf8.feed(&self.message, fin) {
-                return self.fail(py, fx, &failure);
-            }
-        }
-        if !fin {
-            return Ok(());
-        }
-        self.message_kind = None;
-        self.utf8.reset();
-        let size = self.message.len();
-        let message = if kind == Opcode::Text {
-            // Checked above, piece by piece.
-            let text = std::str::from_utf8(&self.message).unwrap_or_default();
-            PyString::new(py, text).into_any().unbind()
-        } else {
-            PyBytes::new(py, &self.message).into_any().unbind()
-        };
-        if self.message.capacity() > 64 * 1024 {
-            self.message = Vec::new();
-        } else {
-            self.message.clear();
-        }
-        self.messages_in += 1;
-        self.deliver(py, fx, message, size)
-    }
-
     fn deliver(
         &mut self,
         py: Python<'_>,
@@ -251,6 +400,7 @@ impl WebSocketProtocol {
                 let waiter = waiter.bind(py);
                 if !waiter.call_method0("done")?.is_truthy()? {
                     waiter.call_method1("set_result", (message,))?;
+                    self.handed = true;
                     return Ok(());
                 }
             }
@@ -330,17 +480,48 @@ impl WebSocketProtocol {
 #[pymethods]
 impl WebSocketProtocol {
     #[new]
-    #[pyo3(signature = (disconnect, *, max_message, max_queue))]
-    fn new(disconnect: Py<PyAny>, max_message: usize, max_queue: usize) -> Self {
-        WebSocketProtocol {
+    #[pyo3(signature = (
+        disconnect, *, max_message, max_queue, deflate = false, deflate_window_bits = 15,
+        deflate_level = 1, deflate_min_size = 0,
+    ))]
+    #[allow(clippy::fn_params_excessive_bools)]
+    fn new(
+        disconnect: Py<PyAny>,
+        max_message: usize,
+        max_queue: usize,
+        deflate: bool,
+        deflate_window_bits: u8,
+        deflate_level: u32,
+        deflate_min_size: usize,
+    ) -> PyResult<Self> {
+        if !(9..=15).contains(&deflate_window_bits) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "deflate_window_bits must be 9 to 15, got {deflate_window_bits}"
+            )));
+        }
+        if !(1..=9).contains(&deflate_level) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "deflate_level must be 1 to 9, got {deflate_level}"
+            )));
+        }
+        let deflate_settings = deflate.then_some(deflate::Settings {
+            window_bits: deflate_window_bits,
+            level: deflate_level,
+            min_size: deflate_min_size,
+        });
+        Ok(WebSocketProtocol {
             transport: None,
             write: None,
             early: Vec::new(),
             lost: false,
             buf: Vec::new(),
+            frame: None,
             message: Vec::new(),
             message_kind: None,
+            compressed: false,
             utf8: frame::Utf8Check::default(),
+            deflate_settings,
+            deflate: None,
             inbox: VecDeque::new(),
             inbox_bytes: 0,
             receiver: None,
@@ -349,6 +530,8 @@ impl WebSocketProtocol {
             sent_close: false,
             received_close: false,
             failed: false,
+            pending_failure: None,
+            handed: false,
             code: None,
             reason: String::new(),
             writing_paused: false,
@@ -359,7 +542,28 @@ impl WebSocketProtocol {
             disconnect,
             messages_in: 0,
             messages_out: 0,
-        }
+        })
+    }
+
+    /// Answers the client's `Sec-WebSocket-Extensions` (its values joined with
+    /// commas) before the `101`: the header value to send back when
+    /// permessage-deflate is agreed (it is then on for this connection), or None.
+    fn negotiate(&mut self, offers: &str) -> Option<String> {
+        let settings = self.deflate_settings?;
+        let agreement = deflate::negotiate(offers, &settings)?;
+        self.deflate = Some(Deflate {
+            deflater: deflate::Deflater::new(&agreement, &settings),
+            inflater: deflate::Inflater::new(&agreement),
+            unmasked: Vec::new(),
+            packed: Vec::new(),
+        });
+        Some(agreement.header())
+    }
+
+    /// Whether permessage-deflate was agreed.
+    #[getter]
+    fn compression(&self) -> bool {
+        self.deflate.is_some()
     }
 
     /// Takes over `transport` (called by the HTTP connection after the `101`);
@@ -469,6 +673,12 @@ impl WebSocketProtocol {
         let mut fx = Effects::default();
         let result = {
             let mut this = slf.borrow_mut();
+            this.handed = false;
+            if this.inbox.is_empty() {
+                if let Some(failure) = this.pending_failure.take() {
+                    this.fail_now(py, &mut fx, &failure)?;
+                }
+            }
             if let Some((message, size)) = this.inbox.pop_front() {
                 this.inbox_bytes = this.inbox_bytes.saturating_sub(size);
                 if this.reading_paused && this.inbox_bytes <= this.max_queue / 2 && !this.ended() {
@@ -477,7 +687,10 @@ impl WebSocketProtocol {
                 }
                 Some(message)
             } else if this.ended() {
-                return Err(this.disconnect_error(py));
+                let err = this.disconnect_error(py);
+                drop(this);
+                Self::perform(slf, fx)?;
+                return Err(err);
             } else {
                 let waiting = match &this.receiver {
                     // A receive that was cancelled (a timeout) left its future done.
@@ -511,10 +724,10 @@ impl WebSocketProtocol {
                 return Err(this.disconnect_error(py));
             }
             if let Ok(text) = data.cast::<PyString>() {
-                this.queue_frame(&mut fx, Opcode::Text, text.to_str()?.as_bytes());
+                this.queue_message(&mut fx, Opcode::Text, text.to_str()?.as_bytes());
             } else if let Ok(bytes) = data.cast::<PyBytes>() {
                 let opcode = if text { Opcode::Text } else { Opcode::Binary };
-                this.queue_frame(&mut fx, opcode, bytes.as_bytes());
+                this.queue_message(&mut fx, opcode, bytes.as_bytes());
             } else {
                 let bytes: Vec<u8> = data.extract().map_err(|_| {
                     PyTypeError::new_err(format!(
@@ -524,7 +737,7 @@ impl WebSocketProtocol {
                             .map_or_else(|_| "?".into(), |n| n.to_string())
                     ))
                 })?;
-                this.queue_frame(&mut fx, Opcode::Binary, &bytes);
+                this.queue_message(&mut fx, Opcode::Binary, &bytes);
             }
             this.messages_out += 1;
         }
@@ -565,9 +778,13 @@ impl WebSocketProtocol {
                 "{code} is not a close code an endpoint may send"
             )));
         }
-        Self::with_effects(slf, |this, _py, fx| {
+        Self::with_effects(slf, |this, py, fx| {
             if this.lost {
                 return Ok(());
+            }
+            if let Some(failure) = this.pending_failure.take() {
+                // The handler closes before taking what came before the bad bytes.
+                return this.fail_now(py, fx, &failure);
             }
             if this.code.is_none() && !this.received_close {
                 this.code = Some(code);

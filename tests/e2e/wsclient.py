@@ -32,6 +32,7 @@ class Frame:
     fin: bool
     opcode: int
     payload: bytes
+    rsv1: bool = False  # permessage-deflate: a compressed message
 
     @property
     def close_code(self) -> int | None:
@@ -103,7 +104,7 @@ class WsClient:
             n = struct.unpack("!H", self._need(2))[0]
         elif n == 127:
             n = struct.unpack("!Q", self._need(8))[0]
-        return Frame(bool(b0 & 0x80), b0 & 0x0F, self._need(n))
+        return Frame(bool(b0 & 0x80), b0 & 0x0F, self._need(n), bool(b0 & 0x40))
 
     def closed_by_server(self) -> bool:
         """Reads until the server closes the TCP connection (True) or 10 s pass."""
