@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the servers the integration tests start for themselves (PostgreSQL,
-# Redis, MariaDB, and nginx for the deployment tests), skipping what is already
-# there. Idempotent. The tests never use the system services: they run private
+# Redis, MariaDB, and nginx for the deployment tests), and Chromium for the
+# browser test, skipping what is already there. Idempotent. The tests never use the system services: they run private
 # instances on free loopback ports (tests/services.py).
 set -euo pipefail
 
@@ -10,6 +10,7 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
 [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
 command -v valgrind >/dev/null 2>&1 || pkgs+=(valgrind)
+[ -x /usr/bin/chromium ] || pkgs+=(chromium)
 { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } || pkgs+=(mariadb-server)
 
 if [ "${#pkgs[@]}" -eq 0 ]; then

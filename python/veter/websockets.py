@@ -126,6 +126,9 @@ class WebSocket:
         self._keepalive: asyncio.Task[None] | None = None
         self._sessions = sessions
         self.subprotocol: str | None = None
+        #: The ``Sec-WebSocket-Extensions`` of the ``101`` (permessage-deflate when
+        #: agreed), or None: set by ``accept()``.
+        self.extensions: str | None = None
 
     # -- the handshake -------------------------------------------------------
 
@@ -185,6 +188,7 @@ class WebSocket:
             agreed = self._protocol.negotiate(", ".join(offers))
             if agreed is not None:
                 out.append(("Sec-WebSocket-Extensions", agreed))
+                self.extensions = agreed
         out.extend((str(n), str(v)) for n, v in extra)
         self._accepted = True
         self._decision.set_result(_Upgrade(self, out))

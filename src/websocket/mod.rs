@@ -111,6 +111,9 @@ pub struct WebSocketProtocol {
     disconnect: Py<PyAny>,
     messages_in: u64,
     messages_out: u64,
+    /// Of those, the ones that were compressed on the wire.
+    compressed_in: u64,
+    compressed_out: u64,
 }
 
 impl WebSocketProtocol {
@@ -160,6 +163,7 @@ impl WebSocketProtocol {
                 let mut packed = std::mem::take(&mut d.packed);
                 packed.clear();
                 d.deflater.compress(payload, &mut packed);
+                self.compressed_out += 1;
                 self.queue(fx, opcode, true, &packed);
                 if let Some(d) = &mut self.deflate {
                     if packed.capacity() <= 64 * 1024 {
@@ -334,6 +338,7 @@ impl WebSocketProtocol {
         let start = self.message.len();
         if let (Some(d), true) = (&mut self.deflate, self.compressed) {
             d.inflater.finish(&mut self.message, self.max_message)?;
+            self.compressed_in += 1;
         }
         self.compressed = false;
         if kind == Opcode::Text {
@@ -542,6 +547,8 @@ impl WebSocketProtocol {
             disconnect,
             messages_in: 0,
             messages_out: 0,
+            compressed_in: 0,
+            compressed_out: 0,
         })
     }
 
@@ -862,5 +869,11 @@ impl WebSocketProtocol {
     #[getter]
     fn counts(&self) -> (u64, u64) {
         (self.messages_in, self.messages_out)
+    }
+
+    /// Messages received and sent compressed (permessage-deflate).
+    #[getter]
+    fn compressed_counts(&self) -> (u64, u64) {
+        (self.compressed_in, self.compressed_out)
     }
 }
