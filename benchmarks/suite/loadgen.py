@@ -142,13 +142,24 @@ def ws_url(http_url: str) -> str:
     return "ws" + http_url.removeprefix("http")
 
 
-def wsload(url: str, connections: int, seconds: float, size: int = 32, server_pgid: int | None = None) -> Metrics:
+def wsload(
+    url: str,
+    connections: int,
+    seconds: float,
+    size: int = 32,
+    server_pgid: int | None = None,
+    deflate: bool = False,
+) -> Metrics:
     """Closed-loop WebSocket echo (go/wsload): `connections` clients, all connected before
     the clock starts, each sending a `size`-byte text message and waiting for its echo
-    before the next. With `server_pgid`, the server's CPU time over the window only."""
+    before the next. With `server_pgid`, the server's CPU time over the window only.
+    With `deflate`, permessage-deflate is required and the messages are JSON documents
+    of about `size` bytes, compressed."""
     argv = [str(paths.WSLOAD), "-url", url, "-c", str(connections), "-d", f"{seconds}s", "-size", str(size)]
     if server_pgid:
         argv += ["-server-pgid", str(server_pgid)]
+    if deflate:
+        argv += ["-deflate"]
     argv = _pinned(argv)
     command = shlex.join(argv)
     try:
@@ -182,6 +193,9 @@ def wsload(url: str, connections: int, seconds: float, size: int = 32, server_pg
             "loadgen_cpu_share": raw["loadgen_cpu_s"] / raw["duration_s"],
         }
     )
+    if deflate:
+        metrics["compressed_share"] = raw["compressed_echoes"] / raw["round_trips"] if raw["round_trips"] else None
+        metrics["extensions"] = raw.get("extensions")
     for name in ("p50", "p90", "p99", "p999", "max", "mean"):
         metrics[f"{name}_ms"] = latency.get(name)
     if raw.get("first_error"):

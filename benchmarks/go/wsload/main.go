@@ -7,6 +7,10 @@
 // Round trips that complete inside the window are counted and their latency recorded
 // in a log-linear histogram. Last, each connection is closed with a close frame.
 //
+// With -deflate it speaks permessage-deflate instead (deflate.go, on gobwas/ws): JSON
+// documents of about -size bytes, compressed once up front, every echo inflated and
+// compared with what was sent.
+//
 // It prints one JSON object on stdout; the exit status is 1 when the connections could
 // not be established (the JSON then has "error"), 2 for bad arguments.
 package main
@@ -30,6 +34,43 @@ import (
 	"github.com/gorilla/websocket"
 )
 
+// client is one connection's side of the echo: the loop, then the closing handshake.
+type client interface {
+	loop(id int, cfg config, end time.Time, hist *histogram, roundTrips *atomic.Uint64, fails *failures)
+	close(grace time.Duration)
+}
+
+// gorillaClient is the plain echo (32-byte text messages, no extension).
+type gorillaClient struct{ c *websocket.Conn }
+
+func (g gorillaClient) loop(id int, cfg config, end time.Time, hist *histogram, roundTrips *atomic.Uint64, fails *failures) {
+	echoLoop(g.c, id, cfg, end, hist, roundTrips, fails)
+}
+
+func (g gorillaClient) close(grace time.Duration) { closeConn(g.c, grace) }
+
+// dialFunc opens one connection; it also returns the handshake's Sec-WebSocket-Extensions.
+type dialFunc func(ctx context.Context) (client, string, error)
+
+func gorillaDialer(cfg config) dialFunc {
+	dialer := websocket.Dialer{
+		NetDialContext:   (&net.Dialer{Timeout: cfg.connectTimeout}).DialContext,
+		HandshakeTimeout: cfg.connectTimeout,
+		ReadBufferSize:   4096,
+		WriteBufferSize:  4096,
+	}
+	return func(ctx context.Context) (client, string, error) {
+		conn, resp, err := dialer.DialContext(ctx, cfg.url, nil)
+		if err != nil {
+			if resp != nil {
+				err = fmt.Errorf("%w (HTTP %s)", err, resp.Status)
+			}
+			return nil, "", err
+		}
+		return gorillaClient{conn}, resp.Header.Get("Sec-WebSocket-Extensions"), nil
+	}
+}
+
 type config struct {
 	url            string
 	connections    int
@@ -41,6 +82,7 @@ type config struct {
 	timeout        time.Duration
 	closeGrace     time.Duration
 	serverPgid     int
+	deflate        bool
 }
 
 type latency struct {
@@ -71,6 +113,9 @@ type report struct {
 	LoadgenCPU      float64           `json:"loadgen_cpu_s"`
 	Error           string            `json:"error,omitempty"`
 	Library         string            `json:"library"`
+	Deflate         bool              `json:"deflate"`
+	Extensions      string            `json:"extensions,omitempty"`
+	CompressedEchos uint64            `json:"compressed_echoes"`
 	Limits          map[string]uint64 `json:"limits"`
 }
 
@@ -105,6 +150,7 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "per round trip: no echo within this is an error")
 	flag.DurationVar(&cfg.closeGrace, "close-grace", 2*time.Second, "time allowed for the closing handshake")
 	flag.IntVar(&cfg.serverPgid, "server-pgid", 0, "if set, report this process group's CPU time over the window")
+	flag.BoolVar(&cfg.deflate, "deflate", false, "offer permessage-deflate, require it, and send JSON of about -size bytes")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(library())
@@ -161,6 +207,7 @@ func run(cfg config) *report {
 		MessageBytes: cfg.size,
 		ErrorKinds:   map[string]int64{},
 		Library:      library(),
+		Deflate:      cfg.deflate,
 	}
 	limits, err := raiseFileLimit(uint64(cfg.connections) + 64)
 	rep.Limits = limits
@@ -169,8 +216,18 @@ func run(cfg config) *report {
 		return rep
 	}
 
+	dial := gorillaDialer(cfg)
+	var set *docSet
+	if cfg.deflate {
+		if set, err = newDocSet(256, cfg.size); err != nil {
+			rep.Error = err.Error()
+			return rep
+		}
+		dial = deflateDialer(cfg, set)
+	}
 	rampStart := time.Now()
-	conns, connectErr, connectErrors := connect(cfg)
+	conns, connectErr, connectErrors, extensions := connect(cfg, dial)
+	rep.Extensions = extensions
 	rep.ConnectSeconds = time.Since(rampStart).Seconds()
 	rep.ConnectErrors = connectErrors
 	for _, c := range conns {
@@ -183,7 +240,7 @@ func run(cfg config) *report {
 			rep.Connected, cfg.connections, rep.ConnectSeconds, connectErr)
 		for _, c := range conns {
 			if c != nil {
-				c.Close()
+				c.close(0)
 			}
 		}
 		return rep
@@ -203,8 +260,8 @@ func run(cfg config) *report {
 			defer running.Done()
 			defer unfinished.Add(-1)
 			<-begin
-			echoLoop(c, i, cfg, end, hist, &roundTrips, fails)
-			closeConn(c, cfg.closeGrace)
+			c.loop(i, cfg, end, hist, &roundTrips, fails)
+			c.close(cfg.closeGrace)
 		}()
 	}
 	// CPU time over the window only (not the ramp-up or the closing), read when it
@@ -237,6 +294,9 @@ func run(cfg config) *report {
 
 	rep.DurationSeconds = cfg.duration.Seconds()
 	rep.RoundTrips = roundTrips.Load()
+	if set != nil {
+		rep.CompressedEchos = set.compressed.Load()
+	}
 	rep.RoundTripsPerS = float64(rep.RoundTrips) / rep.DurationSeconds
 	rep.Errors = fails.total.Load()
 	fails.mu.Lock()
@@ -267,17 +327,11 @@ func run(cfg config) *report {
 // stops at the first failure (a benchmark with fewer clients than asked is not the one
 // asked for). It returns the connections (nil where none was made), the first error and
 // how many dials failed.
-func connect(cfg config) ([]*websocket.Conn, error, int64) {
-	conns := make([]*websocket.Conn, cfg.connections)
+func connect(cfg config, dial dialFunc) ([]client, error, int64, string) {
+	conns := make([]client, cfg.connections)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.rampTimeout)
 	defer cancel()
-	dialer := websocket.Dialer{
-		NetDialContext:    (&net.Dialer{Timeout: cfg.connectTimeout}).DialContext,
-		HandshakeTimeout:  cfg.connectTimeout,
-		ReadBufferSize:    4096,
-		WriteBufferSize:   4096,
-		EnableCompression: false,
-	}
+	var agreed atomic.Value // the first connection's Sec-WebSocket-Extensions
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -302,14 +356,11 @@ ramp:
 			defer func() { <-slots }()
 			dctx, dcancel := context.WithTimeout(ctx, cfg.connectTimeout)
 			defer dcancel()
-			conn, resp, err := dialer.DialContext(dctx, cfg.url, nil)
+			conn, ext, err := dial(dctx)
 			if err != nil {
 				if ctx.Err() != nil {
 					// The ramp was stopped by another connection's failure, or ran out of time.
 					return
-				}
-				if resp != nil {
-					err = fmt.Errorf("%w (HTTP %s)", err, resp.Status)
 				}
 				failed.Add(1)
 				mu.Lock()
@@ -320,6 +371,7 @@ ramp:
 				cancel()
 				return
 			}
+			agreed.CompareAndSwap(nil, ext)
 			conns[i] = conn
 		}()
 	}
@@ -327,7 +379,8 @@ ramp:
 	if firstErr == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		firstErr = fmt.Errorf("ramp-up took longer than %s", cfg.rampTimeout)
 	}
-	return conns, firstErr, failed.Load()
+	ext, _ := agreed.Load().(string)
+	return conns, firstErr, failed.Load(), ext
 }
 
 // echoLoop sends a message, waits for its echo and checks it, until the window ends or

@@ -11,7 +11,7 @@ from ..servers import Server, Veter
 from ..variants import uvicorn
 
 NAME = "ws"
-TITLE = "WebSocket echo: 1,000 and 100 connected clients"
+TITLE = "WebSocket echo: 1,000 and 100 connected clients, and 2 KiB JSON compressed"
 METHOD = """
 Each server echoes every message back on `/ws` (apps/ws_*.py), one process on CPU 0,
 access logs off: veter (`@app.websocket`, `async for message in ws: await
@@ -23,25 +23,35 @@ it fails the cell if any connection cannot be made), then every client runs a cl
 loop for the cell's duration: send a 32-byte text message, wait for the echo, check
 it, send the next. Only round trips that complete inside the window count;
 connection setup and closing are outside it. Latency is per round trip (log-linear
-histogram, 0.1% precision), 5 s timeout per round trip. The client offers no
-compression (no permessage-deflate), so no server compresses. Server CPU per round
-trip: utime+stime of the server's process group from /proc at the window's start and
-end. The warm-up is the same echo with 100 clients. Servers interleaved per run,
-medians.
+histogram, 0.1% precision), 5 s timeout per round trip. In the plain cells the client
+offers no compression, so no server compresses. The compressed cell (`-deflate`,
+gobwas/ws) offers permessage-deflate with no context takeover on either side (what
+gorilla and most clients offer) and fails the cell unless the server agrees. Its
+messages are 256 different JSON documents of about 2 KiB, each compressed once up
+front and sent in turn. Every echo is inflated and compared byte for byte. Each server
+compresses with its default settings: veter zlib level 1, aiohttp and `websockets` the
+zlib default. Server CPU per round trip: utime+stime of the server's process group from
+/proc at the window's start and end. The generator's own CPU share is recorded, so a
+cell where it, not the server, is the limit shows. The warm-up is the plain echo with
+100 clients. Servers interleaved per run, medians.
 """
 
 MESSAGE_BYTES = 32
 CLIENTS = [1000, 100]
+DEFLATE_BYTES = 2048
+DEFLATE_CLIENTS = 1000
 WARMUP_CLIENTS = 100
 ROUTES = frozenset({"plaintext", "ws"})
 METRICS = ("p50_ms", "p99_ms", "cpu_us_per_round_trip", "errors", "connect_errors", "loadgen_cpu_share")
 
 
-def _key(clients: int) -> str:
+def _key(clients: int, deflate: bool = False) -> str:
+    if deflate:
+        return f"deflate 2 KiB JSON x{clients:,} clients"
     return f"echo x{clients:,} clients"
 
 
-CELLS = [_key(c) for c in CLIENTS]
+CELLS = [_key(c) for c in CLIENTS] + [_key(DEFLATE_CLIENTS, deflate=True)]
 
 
 def _veter(port: int, workers: int) -> list[str]:
@@ -72,16 +82,19 @@ def _servers() -> list[Server]:
     ]
 
 
-def _echo(target: Target, clients: int, seconds: float) -> Metrics:
+def _echo(target: Target, clients: int, seconds: float, deflate: bool = False) -> Metrics:
     url = ws_url(target.url("ws"))
-    return wsload(url, clients, seconds, MESSAGE_BYTES, server_pgid=target.running.pgid)
+    size = DEFLATE_BYTES if deflate else MESSAGE_BYTES
+    return wsload(url, clients, seconds, size, server_pgid=target.running.pgid, deflate=deflate)
 
 
-def _cell(clients: int) -> Cell:
+def _cell(clients: int, deflate: bool = False) -> Cell:
     def run(target: Target) -> Metrics:
-        return _echo(target, clients, target.settings.seconds)
+        return _echo(target, clients, target.settings.seconds, deflate)
 
-    return Cell(_key(clients), "ws", run, params={"clients": clients, "message_bytes": MESSAGE_BYTES})
+    size = DEFLATE_BYTES if deflate else MESSAGE_BYTES
+    params = {"clients": clients, "message_bytes": size, "deflate": deflate}
+    return Cell(_key(clients, deflate), "ws", run, params=params)
 
 
 def _warmup(target: Target) -> Metrics:
@@ -89,7 +102,8 @@ def _warmup(target: Target) -> Metrics:
 
 
 def plan(settings: Settings) -> Plan:
-    return Plan(NAME, _servers(), [_cell(c) for c in CLIENTS], warmup=_warmup)
+    cells = [_cell(c) for c in CLIENTS] + [_cell(DEFLATE_CLIENTS, deflate=True)]
+    return Plan(NAME, _servers(), cells, warmup=_warmup)
 
 
 def _failure(result: Result, server: str, cell: str) -> str | None:
@@ -132,15 +146,31 @@ def table(result: Result) -> str:
         rows.append(row)
     note = (
         f"Echo round trips per second (higher is better) and latency per round trip, medians of runs. "
-        f"Every client is a closed loop: it sends a {MESSAGE_BYTES}-byte text message, waits for the echo, "
-        "and sends the next; all clients connect before the clock starts. Errors: connections that failed "
-        "or broke, wrong echoes and round trips over 5 s."
+        f"Every client is a closed loop: it sends a {MESSAGE_BYTES}-byte text message (in the deflate cell, "
+        f"a compressed JSON document of about {DEFLATE_BYTES:,} bytes), waits for the echo, and sends the "
+        "next; all clients connect before the clock starts. Errors: connections that failed or broke, wrong "
+        "echoes and round trips over 5 s."
     )
+    deflate_key = _key(DEFLATE_CLIENTS, deflate=True)
+    partial: list[str] = []
+    for server in servers:
+        share = value(result, server, deflate_key, "compressed_share")
+        if share is not None and share < 0.99:
+            partial.append(f"{server} compressed only {num(share * 100, 0)}% of its echoes")
+    shares = ", ".join(
+        f"{s} {num((value(result, s, c, 'loadgen_cpu_share') or 0) * 100, 0)}%"
+        for s in servers
+        for c in [head, deflate_key]
+        if value(result, s, c, "loadgen_cpu_share") is not None
+    )
+    note += f" The load generator's CPU share per cell ({head}, then deflate): {shares}."
     parts = [note, md_table(header, rows)]
     if busy:
         parts.append(
             "The load generator's CPU was over 90% busy in: " + ", ".join(busy) + "; there the rate may be its limit."
         )
+    if partial:
+        parts.append("In the deflate cell, " + "; ".join(partial) + ".")
     if failures:
         parts.append("Failed cells:\n\n" + "\n".join(failures))
     return "\n\n".join(parts)
