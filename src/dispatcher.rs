@@ -20,6 +20,7 @@ use crate::logfile::LogFile;
 use crate::metrics::Metrics;
 use crate::overload::Overload;
 use crate::protocol::Connection;
+use crate::proxy::TrustedProxies;
 use crate::request_id::RequestIds;
 use crate::router::tree::Router;
 use crate::timeouts::{self, Timeouts};
@@ -67,6 +68,10 @@ pub struct Dispatcher {
     pub access: Option<AccessLog>,
     /// Request figures for the metrics endpoint (None: off).
     pub metrics: Option<Metrics>,
+    /// Peers whose proxy headers are believed (None: proxy headers off); proxy.rs.
+    pub proxies: Option<TrustedProxies>,
+    /// Connections arrive over TLS (the scheme a request has without proxy headers).
+    pub secure: bool,
     /// `set` and `reset` of `veter.context.request_var`, the request while its
     /// handler runs.
     pub request_var_set: Py<PyAny>,
@@ -181,7 +186,7 @@ impl Dispatcher {
         max_chunk_ext_bytes = 1024, max_trailer_bytes = 16384, max_chunk_count = 16384,
         max_pipelined = 64, eager_tasks = None, request_id_header = Some("X-Request-ID".to_owned()),
         access_log = None, access_log_format = "text".to_owned(), access_log_skip = Vec::new(),
-        metrics = false
+        metrics = false, forwarded_allow_ips = None, secure = false
     ))]
     #[allow(clippy::too_many_arguments)] // mirrors the documented keyword-only settings
     fn new(
@@ -212,6 +217,8 @@ impl Dispatcher {
         access_log_format: String,
         access_log_skip: Vec<String>,
         metrics: bool,
+        forwarded_allow_ips: Option<String>,
+        secure: bool,
     ) -> PyResult<Self> {
         let required = |name: &str, value: f64| {
             timeouts::seconds(name, value, false)
@@ -245,6 +252,10 @@ impl Dispatcher {
             &access_log_format,
             access_log_skip,
         )?;
+        let proxies = forwarded_allow_ips
+            .map(|spec| TrustedProxies::parse(&spec))
+            .transpose()
+            .map_err(PyValueError::new_err)?;
         let (tree, table) = build_routes(py, routes)?;
         let route_count = table.len();
         let supports_eager = py.version_info() >= (3, 12);
@@ -299,6 +310,8 @@ impl Dispatcher {
             request_ids: observe.request_ids,
             access: observe.access,
             metrics: metrics.then(|| Metrics::new(route_count)),
+            proxies,
+            secure,
             request_var_set: observe.request_var_set,
             request_var_reset: observe.request_var_reset,
             max_connections,

@@ -10,6 +10,7 @@ pub mod logfile;
 pub mod metrics;
 pub mod overload;
 pub mod protocol;
+pub mod proxy;
 pub mod pyrefs;
 pub mod request;
 pub mod request_id;

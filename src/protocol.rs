@@ -125,6 +125,8 @@ pub struct Connection {
     client: Py<PyAny>,
     /// The peer's address as the access log writes it (only when it is on).
     client_text: String,
+    /// The peer is a trusted proxy: its requests' proxy headers are read (proxy.rs).
+    proxied: bool,
     /// This connection as a Python object, for task completions; cleared when lost.
     self_ref: Option<Py<Connection>>,
     buf: Vec<u8>,
@@ -193,20 +195,42 @@ impl Connection {
     /// The id and start of a request about to be routed (see `request_id.rs`).
     fn exchange_for(&self, py: Python<'_>, parts: &request::Parts) -> Exchange {
         let disp = self.disp.get();
-        let Some(ids) = &disp.request_ids else {
-            return Exchange {
-                started: Some(self.last_activity),
-                ..Exchange::NONE
-            };
+        let (id_line, id_start) = match &disp.request_ids {
+            Some(ids) => {
+                let head = &parts.buf.bind(py).as_bytes()[parts.base..];
+                ids.line_for(parts.first_header(head, ids.header.as_bytes()))
+            }
+            None => (Vec::new(), 0),
         };
-        let head = &parts.buf.bind(py).as_bytes()[parts.base..];
-        let (id_line, id_start) = ids.line_for(parts.first_header(head, ids.header.as_bytes()));
         Exchange {
             id_line,
             id_start,
             started: Some(self.last_activity),
             route: None,
+            forwarded: if self.proxied {
+                Self::forwarded(disp, py, parts)
+            } else {
+                None
+            },
+            secure: disp.secure,
         }
+    }
+
+    /// What a trusted proxy's headers say about this request (proxy.rs).
+    #[cold]
+    #[inline(never)]
+    fn forwarded(
+        disp: &Dispatcher,
+        py: Python<'_>,
+        parts: &request::Parts,
+    ) -> Option<Box<crate::proxy::Forwarded>> {
+        let trust = disp.proxies.as_ref()?;
+        let head = &parts.buf.bind(py).as_bytes()[parts.base..];
+        let headers = parts
+            .headers
+            .iter()
+            .map(|h| (&head[h.name.clone()], &head[h.value.clone()]));
+        crate::proxy::resolve(trust, headers).map(Box::new)
     }
 
     /// The clocks read at `now`/`wall`, and the `Date` line for them: a new line
@@ -249,10 +273,11 @@ impl Connection {
         if access.skips(&head[parts.path.clone()]) {
             return;
         }
+        let forwarded_client = exchange.forwarded.as_ref().and_then(|f| f.client_text());
         access.record(
             py,
             &Entry {
-                client: &self.client_text,
+                client: forwarded_client.as_deref().unwrap_or(&self.client_text),
                 method: &head[parts.method.clone()],
                 target: &head[parts.target.clone()],
                 version: parts.version_text(),
@@ -276,6 +301,7 @@ impl Connection {
             create_task: None,
             client: py.None(),
             client_text: String::new(),
+            proxied: false,
             self_ref: None,
             buf: Vec::new(),
             reading: Reading::Head,
@@ -1112,6 +1138,18 @@ impl Connection {
             this.sock = (!sock.is_none()).then(|| sock.unbind());
         }
         let peer = transport.call_method1("get_extra_info", ("peername",))?;
+        if let Some(trust) = &d.proxies {
+            this.proxied = match peer.cast::<pyo3::types::PyTuple>() {
+                Ok(tuple) if !tuple.is_empty() => tuple
+                    .get_item(0)?
+                    .extract::<String>()
+                    .ok()
+                    .and_then(|host| host.parse::<std::net::IpAddr>().ok())
+                    .is_some_and(|ip| trust.trusts_ip(ip)),
+                // A Unix socket's peer: a path, usually empty.
+                _ => trust.trusts_unix(),
+            };
+        }
         if d.access.is_some() {
             // (host, port[, ...]) for TCP; a path (maybe empty) for a Unix socket.
             let host = match peer.cast::<pyo3::types::PyTuple>() {

@@ -15,6 +15,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use smallvec::SmallVec;
 
 use crate::http1::parse::{HeaderSpan, Version};
+use crate::proxy::Forwarded;
 use crate::pyrefs;
 
 /// What the server keeps about one request for its response: its id and when it
@@ -27,6 +28,10 @@ pub struct Exchange {
     pub started: Option<Instant>,
     /// The router's index of the route that matched (None: no route).
     pub route: Option<usize>,
+    /// What trusted proxy headers said (None: no proxy, or none believed).
+    pub forwarded: Option<Box<Forwarded>>,
+    /// The connection came over TLS.
+    pub secure: bool,
 }
 
 impl Exchange {
@@ -35,6 +40,8 @@ impl Exchange {
         id_start: 0,
         started: None,
         route: None,
+        forwarded: None,
+        secure: false,
     };
 
     /// The request id, or "" when ids are off.
@@ -399,10 +406,59 @@ impl Request {
         (!id.is_empty()).then_some(id)
     }
 
-    /// (host, port) of the peer, or None when the transport does not know it.
+    /// (host, port) of the client: the peer, or, behind a trusted proxy with proxy
+    /// headers on, the address the proxy named (port 0 when it gave none). None
+    /// when the transport does not know the peer.
     #[getter]
-    fn client(&self, py: Python<'_>) -> Py<PyAny> {
-        self.client.clone_ref(py)
+    fn client(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some((ip, port)) = self.exchange.forwarded.as_ref().and_then(|f| f.client) {
+            return Ok((ip.to_string(), port)
+                .into_pyobject(py)?
+                .into_any()
+                .unbind());
+        }
+        Ok(self.client.clone_ref(py))
+    }
+
+    /// "http" or "https" (or "ws"/"wss", as a trusted proxy said): how the client
+    /// reached the server.
+    #[getter]
+    fn scheme(&self) -> &'static str {
+        match self.exchange.forwarded.as_ref().and_then(|f| f.scheme) {
+            Some(scheme) => scheme,
+            None if self.exchange.secure => "https",
+            None => "http",
+        }
+    }
+
+    /// The host the client asked for, with its port when it gave one: from a trusted
+    /// proxy's headers, else the `Host` header; None when neither names one.
+    #[getter]
+    fn host(&self, py: Python<'_>) -> Option<String> {
+        if let Some(host) = self
+            .exchange
+            .forwarded
+            .as_ref()
+            .and_then(|f| f.host.clone())
+        {
+            return Some(host);
+        }
+        self.header_values(py, b"host")
+            .next()
+            .filter(|h| !h.is_empty())
+            .map(latin1)
+    }
+
+    /// The whole URL as the client asked for it: scheme, host and target (the
+    /// target alone when the request named no host). Build absolute redirects from
+    /// it: behind a trusted proxy it carries the scheme and host the proxy was asked for.
+    #[getter]
+    fn url(&self, py: Python<'_>) -> String {
+        let target = self.target(py);
+        match self.host(py) {
+            Some(host) if target.starts_with('/') => format!("{}://{host}{target}", self.scheme()),
+            _ => target,
+        }
     }
 
     #[getter]

@@ -44,3 +44,22 @@ def test_flag_values_reach_the_config() -> None:
 def test_a_bad_value_is_a_clear_error() -> None:
     with pytest.raises(click.ClickException, match="queue_timeout"):
         _server_config(ServerConfig(), {"queue_timeout": -1.0})
+
+
+def test_negative_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--no-ws-deflate` is asked for, not an absent flag: it beats VETER_WS_DEFLATE."""
+    from veter.cli import _flags as flags_of
+    from veter.cli import _layered
+
+    monkeypatch.setenv("VETER_WS_DEFLATE", "true")
+    monkeypatch.setenv("VETER_PROXY_HEADERS", "false")
+    context = run.make_context("run", ["app:app", "--no-ws-deflate", "--proxy-headers"])
+    options = {
+        k: v
+        for k, v in context.params.items()
+        if k not in ("app_ref", "no_server_header", "no_request_id", "single_process", "reload")
+    }
+    server, master = _layered(flags_of(options, no_server_header=False))
+    assert server["ws_deflate"] is False
+    assert server["proxy_headers"] is True
+    assert master.reuse_port is False  # a plain flag left out stays at its default

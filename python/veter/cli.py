@@ -301,6 +301,18 @@ def main() -> None:
     default=None,
     help=f"Smallest WebSocket message sent compressed, in bytes [default: {_DEFAULTS.ws_deflate_min_size}].",
 )
+@click.option(
+    "--proxy-headers/--no-proxy-headers",
+    default=None,
+    help="Take the client's address, scheme and host from X-Forwarded-* and Forwarded headers "
+    f"sent by a trusted proxy (--forwarded-allow-ips) [default: {_DEFAULTS.proxy_headers}].",
+)
+@click.option(
+    "--forwarded-allow-ips",
+    default=None,
+    help="Comma-separated addresses and CIDR networks of trusted proxies; 'unix' for the Unix "
+    f"socket, '*' for anyone [default: {_DEFAULTS.forwarded_allow_ips}].",
+)
 @click.option("--workers", default=None, help="Worker processes, or 'auto' for one per CPU [default: 1].")
 @click.option("--single-process", is_flag=True, help="Serve in this process, without a master (debugging).")
 @click.option(
@@ -337,7 +349,10 @@ def main() -> None:
     "--reload", is_flag=True, help="Restart workers when Python files under the current directory change."
 )
 @click.option(
-    "--reuse-port", is_flag=True, help="Each worker binds its own SO_REUSEPORT socket instead of sharing one."
+    "--reuse-port",
+    is_flag=True,
+    default=None,
+    help="Each worker binds its own SO_REUSEPORT socket instead of sharing one.",
 )
 def run(
     app_ref: str,
@@ -400,7 +415,9 @@ def run(
 
 def _flags(options: dict[str, Any], no_server_header: bool) -> dict[str, Any]:
     """The options given on the command line (click leaves the others None)."""
-    flags = {k: v for k, v in options.items() if v is not None and v is not False}
+    # Absent options are None (plain flags too: default=None), so a False here was
+    # asked for (--no-ws-deflate) and overrides the environment and config file.
+    flags = {k: v for k, v in options.items() if v is not None}
     if "workers" in flags:
         flags["workers"] = _parse_workers(flags["workers"])
     if no_server_header:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
@@ -41,6 +42,10 @@ class ServerConfig:
     lag_threshold: float = 0.25
     #: Seconds SIGTERM/SIGINT waits for in-flight requests before closing connections.
     graceful_timeout: float = 30.0
+    #: Believe X-Forwarded-For/-Proto/-Host and Forwarded from trusted proxies (docs/deploy.md).
+    proxy_headers: bool = False
+    #: Trusted proxies: comma-separated addresses and CIDR networks, "unix" for the Unix socket, "*" for any.
+    forwarded_allow_ips: str = "127.0.0.1,unix"
     #: Value of the Server header; None sends no Server header.
     server_header: str | None = "veter"
     #: Longest request line in bytes (414 above it).
@@ -192,6 +197,7 @@ class ServerConfig:
             raise ValueError(f"metrics_path must start with '/', got {self.metrics_path!r}")
         if self.access_log == "":
             raise ValueError("access_log must be '-' (stdout), a path, or None (off)")
+        _check_trusted(self.forwarded_allow_ips)
         if self.loop not in ("auto", "uvloop", "asyncio"):
             raise ValueError(f"loop must be auto, uvloop or asyncio, got {self.loop!r}")
 
@@ -226,4 +232,20 @@ class ServerConfig:
             "access_log_format",
         )
         values = asdict(self)
-        return {k: values[k] for k in keys}
+        kwargs = {k: values[k] for k in keys}
+        kwargs["forwarded_allow_ips"] = self.forwarded_allow_ips if self.proxy_headers else None
+        kwargs["secure"] = self.ssl_certfile is not None
+        return kwargs
+
+
+def _check_trusted(spec: str) -> None:
+    """The same rules as the core's parser (src/proxy.rs), checked before any worker starts."""
+    for item in (part.strip() for part in spec.split(",")):
+        if not item or item in ("*", "unix"):
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(
+                f"forwarded_allow_ips: {item!r} is not an IP address, a CIDR network (10.0.0.0/8), 'unix' or '*'"
+            ) from None

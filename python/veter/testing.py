@@ -136,7 +136,7 @@ class _ResponseReader:
 class MemoryTransport(asyncio.Transport):
     """An asyncio transport that keeps what the protocol writes in memory."""
 
-    def __init__(self, protocol: Any, client: tuple[str, int]) -> None:
+    def __init__(self, protocol: Any, client: tuple[str, int] | str) -> None:
         super().__init__()
         self._protocol = protocol  # veter's Connection, then its WebSocketProtocol
         self._loop = asyncio.get_running_loop()
@@ -214,7 +214,7 @@ class AsyncTestClient:
         app: App,
         *,
         config: ServerConfig | None = None,
-        client: tuple[str, int] = ("127.0.0.1", 50000),
+        client: tuple[str, int] | str = ("127.0.0.1", 50000),
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.app = app
