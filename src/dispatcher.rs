@@ -61,6 +61,9 @@ pub struct Dispatcher {
     /// `veter.concurrency.run_deferred`, when a queue timeout may defer `def` handlers.
     pub run_deferred: Option<Py<PyAny>>,
     pub shutting_down: AtomicBool,
+    /// Every answer from now on is its connection's last (`Connection: close`): set
+    /// by `shutdown` and, earlier, by `close_keepalive` (the drain delay).
+    pub last_answers: AtomicBool,
     pub overload: Overload,
     /// Request ids (None: off).
     pub request_ids: Option<RequestIds>,
@@ -306,6 +309,7 @@ impl Dispatcher {
             eager_task,
             run_deferred,
             shutting_down: AtomicBool::new(false),
+            last_answers: AtomicBool::new(false),
             overload: Overload::new(max_concurrency, queue_timeout),
             request_ids: observe.request_ids,
             access: observe.access,
@@ -437,10 +441,18 @@ impl Dispatcher {
             .on_drained
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(on_drained);
+        self.last_answers.store(true, Ordering::Relaxed);
         self.shutting_down.store(true, Ordering::Relaxed);
         if self.lock().is_empty() {
             self.fire_drained(py);
         }
+    }
+
+    /// The instance is leaving (the drain delay): requests are still served, but
+    /// every answer from now on carries `Connection: close`, so keep-alive clients
+    /// reconnect, through the load balancer, to an instance that stays.
+    fn close_keepalive(&self) {
+        self.last_answers.store(true, Ordering::Relaxed);
     }
 
     /// Closes every connection now (after the graceful timeout ran out).

@@ -374,7 +374,7 @@ impl Connection {
         let shutting = self
             .disp
             .get()
-            .shutting_down
+            .last_answers
             .load(std::sync::atomic::Ordering::Relaxed);
         Framing {
             http10: head.version == Version::Http10,

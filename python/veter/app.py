@@ -52,6 +52,7 @@ class App:
         self._frozen = False
         self._started = False
         self._draining = False
+        self._leaving = False
         self._serving_config = self.config
         self._ws_settings: dict[int, WebSocketSettings] = {}
         #: The open WebSocket connections of this process.
@@ -289,6 +290,16 @@ class App:
         """True once the server stopped accepting and is finishing in-flight requests."""
         return self._draining
 
+    @property
+    def leaving(self) -> bool:
+        """True once the instance was told to stop and is in its drain delay (or later):
+        readiness is false so the load balancer stops sending it traffic."""
+        return self._leaving or self._draining
+
+    def begin_leaving(self) -> None:
+        """Called by the server when its drain delay starts (readiness turns false)."""
+        self._leaving = True
+
     def begin_draining(self) -> None:
         """Called by the server when a graceful stop starts (readiness turns false)."""
         self._draining = True
@@ -296,6 +307,7 @@ class App:
     async def startup(self) -> None:
         """Run the startup hooks in order."""
         self._draining = False
+        self._leaving = False
         for hook in self._startup:
             await _maybe_await(hook())
         self._started = True

@@ -302,6 +302,13 @@ def main() -> None:
     help=f"Smallest WebSocket message sent compressed, in bytes [default: {_DEFAULTS.ws_deflate_min_size}].",
 )
 @click.option(
+    "--drain-delay",
+    type=float,
+    default=None,
+    help="Seconds a stopping instance keeps serving, /readyz answering 503, before it drains "
+    f"(Kubernetes: endpoints stop sending it traffic first) [default: {_DEFAULTS.drain_delay}].",
+)
+@click.option(
     "--proxy-headers/--no-proxy-headers",
     default=None,
     help="Take the client's address, scheme and host from X-Forwarded-* and Forwarded headers "

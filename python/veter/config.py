@@ -46,6 +46,9 @@ class ServerConfig:
     proxy_headers: bool = False
     #: Trusted proxies: comma-separated addresses and CIDR networks, "unix" for the Unix socket, "*" for any.
     forwarded_allow_ips: str = "127.0.0.1,unix"
+    #: Seconds a stopping instance keeps serving, /readyz answering 503 and every answer closing its
+    #: connection, before it drains (so a load balancer stops sending it traffic first; 0: off).
+    drain_delay: float = 0.0
     #: Value of the Server header; None sends no Server header.
     server_header: str | None = "veter"
     #: Longest request line in bytes (414 above it).
@@ -161,6 +164,8 @@ class ServerConfig:
             raise ValueError(f"ws_deflate_level must be 1 to 9, got {self.ws_deflate_level}")
         if self.ws_deflate_min_size < 0:
             raise ValueError(f"ws_deflate_min_size must be >= 0, got {self.ws_deflate_min_size}")
+        if not 0 <= self.drain_delay <= 3600:
+            raise ValueError(f"drain_delay must be 0-3600 seconds (0: off), got {self.drain_delay}")
         if not self.lag_threshold >= 0:
             raise ValueError("lag_threshold must be a number of seconds >= 0 (0: off)")
         if self.max_connections < 0:

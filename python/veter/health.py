@@ -6,7 +6,8 @@ the two routes:
 
 - ``GET /healthz``: 200 whenever the worker's loop answers (liveness).
 - ``GET /readyz``: 200 only when the startup hooks have finished, the server is not
-  draining, and every check passes; otherwise 503. The JSON body says why.
+  leaving (its drain delay) or draining, and every check passes; otherwise 503. The
+  JSON body says why.
 
 A check is a callable taking no arguments that returns ``True`` (ready) or ``False``,
 or raises to say why not; it may be ``async``. Checks should be cheap: probes call them
@@ -77,6 +78,8 @@ class Health:
         result (``"ok"`` or the reason it failed)."""
         if self.app.draining:
             phase = "draining"
+        elif self.app.leaving:
+            phase = "leaving"
         elif self.app.started:
             phase = "started"
         else:

@@ -1,7 +1,10 @@
 """Serving an app in one process: listen, serve until a signal, drain, stop.
 
 Order on start: startup hooks, then listen (no request is accepted before the app
-is ready). Order on SIGTERM/SIGINT: accept what is already queued, close the
+is ready). Order on SIGTERM/SIGINT: with ``drain_delay``, keep serving that long
+with /readyz answering 503 and every answer closing its connection (so the load
+balancer takes the instance out before it stops accepting); then accept what is
+already queued, close the
 listening socket, let in-flight requests finish (every answer from then on carries
 ``Connection: close``; an idle keep-alive connection is closed when its keep-alive
 time is up, never under a client that may be sending) up to ``graceful_timeout``,
@@ -12,6 +15,7 @@ drain.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import functools
 import logging
@@ -48,9 +52,14 @@ ROTATION_CHECK_SECONDS = 0.5
 class Server:
     """One listening server for ``app`` on the running loop."""
 
-    def __init__(self, app: App, config: ServerConfig) -> None:
+    def __init__(self, app: App, config: ServerConfig, *, delay_on_stop: bool = True) -> None:
         self.app = app
         self.config = config
+        #: Whether ``stop`` waits out ``drain_delay`` itself (a worker's master does it
+        #: for the whole instance, and tells the worker with ``leave``).
+        self.delay_on_stop = delay_on_stop
+        self._cut_delay = asyncio.Event()
+        self._left = False
         self.dispatcher: _core.Dispatcher | None = None
         self._server: asyncio.Server | Listener | None = None
         self._tick: asyncio.TimerHandle | None = None
@@ -158,6 +167,17 @@ class Server:
         self.exit_code = 70  # EX_SOFTWARE
         self._stop.set()
 
+    def leave(self) -> None:
+        """The drain delay begins: /readyz answers 503 and every answer closes its
+        connection, while requests (and new connections) are still served."""
+        if self._left:
+            return
+        self._left = True
+        log.info("leaving: /readyz answers 503 and answers close their connections; still serving")
+        self.app.begin_leaving()
+        if self.dispatcher is not None:
+            self.dispatcher.close_keepalive()
+
     def request_stop(self) -> None:
         """Ask ``serve_forever`` to return (signal-safe: only sets an event)."""
         self._stop.set()
@@ -168,6 +188,7 @@ class Server:
         master for one Ctrl+C: two different signals, so that still drains."""
         if signum in self._signals_seen and not self._force:
             self._force = True
+            self._cut_delay.set()
             log.warning("%s again: closing every connection now", signal.Signals(signum).name)
             if self.dispatcher is not None:
                 self.dispatcher.abort_all()
@@ -178,9 +199,15 @@ class Server:
         await self._stop.wait()
 
     async def stop(self) -> None:
-        """Stop accepting, drain, run shutdown hooks."""
-        self.app.begin_draining()
+        """Wait out the drain delay (if any), stop accepting, drain, run shutdown hooks."""
         loop = asyncio.get_running_loop()
+        delay = self.config.drain_delay
+        if delay > 0 and self.delay_on_stop and not self._left and not self._force:
+            log.info("drain delay of %g s", delay)
+            self.leave()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._cut_delay.wait(), delay)
+        self.app.begin_draining()
         deadline = loop.time() + self.config.graceful_timeout
         # Connections already queued are taken before the listener closes (closing
         # would reset them); from the close on, new ones are refused by the kernel

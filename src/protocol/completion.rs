@@ -48,7 +48,7 @@ impl Completion {
             let mut framing = self.framing;
             if disp
                 .get()
-                .shutting_down
+                .last_answers
                 .load(std::sync::atomic::Ordering::Relaxed)
             {
                 // Draining: this response is the connection's last.

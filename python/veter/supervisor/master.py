@@ -5,8 +5,10 @@ signals (through a self-pipe), one status pipe per worker, and exits of children
 It runs no event loop and imports no application code, so nothing in the app can
 block it or crash it.
 
-Signals: TERM/INT stop gracefully (workers drain up to the graceful timeout, then
-are killed); HUP replaces every worker, one at a time, a new one ready before an old
+Signals: TERM/INT stop gracefully (with a drain delay, the workers are first told
+with WINCH to fail readiness and close keep-alive connections while still serving,
+for that long; then they drain up to the graceful timeout, and are killed after it;
+the same signal again skips what is left of the delay); HUP replaces every worker, one at a time, a new one ready before an old
 one is told to stop; TTIN/TTOU add or remove a worker; USR1 reopens the log files
 (for logrotate: the master reopens its own and sends USR2 to each worker).
 
@@ -110,6 +112,8 @@ class Master:
         self._reserved: socket.socket | None = None
         self._port = 0
         self.stopping = False
+        #: In the drain delay: when the workers are told to stop (None: not leaving).
+        self.leaving_until: float | None = None
         self.exit_code = 0
         self.ever_ready = False
         self.respawn_delay = 0.0
@@ -197,6 +201,9 @@ class Master:
                 self._wake_r.recv(4096)
         while self._signals:
             self._handle_signal(self._signals.pop(0))
+        if self.leaving_until is not None and not self.stopping and time.monotonic() >= self.leaving_until:
+            log.info("master: drain delay over, stopping workers gracefully")
+            self._stop_all()
         for worker in list(self.workers.values()):
             if worker.fd in readable:
                 self._read_status(worker)
@@ -228,10 +235,20 @@ class Master:
 
     def _handle_signal(self, signum: int) -> None:
         if signum in (signal.SIGTERM, signal.SIGINT):
-            if not self.stopping:
-                log.info("master: %s, stopping workers gracefully", signal.Signals(signum).name)
-                self._stop_all()
-        elif signum == signal.SIGHUP and not self.stopping:
+            if self.stopping:
+                return
+            name = signal.Signals(signum).name
+            delay = self.server.drain_delay
+            if delay > 0 and self.leaving_until is None:
+                log.info("master: %s, /readyz answers 503; still serving for %g s (drain delay)", name, delay)
+                self.leaving_until = time.monotonic() + delay
+                self._hup_queue = []
+                for worker in self.workers.values():
+                    self._tell_leaving(worker)
+                return
+            log.info("master: %s, stopping workers gracefully", name)
+            self._stop_all()
+        elif signum == signal.SIGHUP and not self.stopping and self.leaving_until is None:
             log.info("master: SIGHUP, replacing workers one at a time")
             # Workers still starting are replaced too: they may have imported the old code.
             self._hup_queue = [w.pid for w in self.workers.values() if not w.stopping and w.replaces is None]
@@ -266,8 +283,14 @@ class Master:
             elif byte != HEARTBEAT:
                 log.warning("worker %d sent an unknown status byte %r", worker.pid, byte)
 
+    def _tell_leaving(self, worker: _Worker) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker.pid, signal.SIGWINCH)
+
     def _on_ready(self, worker: _Worker) -> None:
         log.info("worker %d ready", worker.pid)
+        if self.leaving_until is not None:
+            self._tell_leaving(worker)  # a replacement started during the drain delay
         worker.ready = True
         self.ever_ready = True
         self.respawn_delay = 0.0

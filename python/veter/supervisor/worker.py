@@ -10,8 +10,10 @@ new code. It reports to the master over a pipe with one-byte messages:
 - ``F`` fatal at startup (import or startup hook failed): the master must not
   respawn it in a loop.
 
-Signals from the master: TERM/INT stop gracefully, USR2 reopens the log files
-(after a rotation), USR1 dumps every thread's stack (a stuck worker).
+Signals from the master: TERM/INT stop gracefully, WINCH starts the instance's
+drain delay (/readyz answers 503, every answer closes its connection, serving goes
+on), USR2 reopens the log files (after a rotation), USR1 dumps every thread's stack
+(a stuck worker).
 """
 
 from __future__ import annotations
@@ -71,6 +73,16 @@ class _ReopenRequest:
         cls.pending = True
 
 
+class _LeaveRequest:
+    """A WINCH that arrived before the loop's handler was installed."""
+
+    pending = False
+
+    @classmethod
+    def note(cls, signum: int, frame: object) -> None:
+        cls.pending = True
+
+
 def _reset_signals() -> None:
     """The master's handlers were inherited by fork; a worker wants the defaults."""
     signal.set_wakeup_fd(-1)
@@ -78,6 +90,7 @@ def _reset_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
     # USR2's default would kill the worker; until the loop handles it, remember it.
     signal.signal(signal.SIGUSR2, _ReopenRequest.note)
+    signal.signal(signal.SIGWINCH, _LeaveRequest.note)
 
 
 def _send(fd: int, message: bytes) -> None:
@@ -149,7 +162,8 @@ async def _serve(spec: WorkerSpec, sock: socket.socket | None, fd: int) -> int:
         sys.stderr.write(f"[worker {os.getpid()}] bad settings: {exc}\n")
         _send(fd, FATAL)
         return EXIT_STARTUP_FAILED
-    server = Server(app, config)
+    # The drain delay is the master's to time, for every worker at once (WINCH).
+    server = Server(app, config, delay_on_stop=False)
     try:
         await server.start(sock=sock, reuse_port=spec.reuse_port_at is not None)
     except Exception:  # noqa: BLE001 - a failing startup hook is fatal and reported
@@ -159,6 +173,9 @@ async def _serve(spec: WorkerSpec, sock: socket.socket | None, fd: int) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, server.on_stop_signal, sig)
+    loop.add_signal_handler(signal.SIGWINCH, server.leave)
+    if _LeaveRequest.pending:
+        server.leave()
     # The master renamed the log files (rotation, or logrotate's SIGUSR1 to it).
     loop.add_signal_handler(signal.SIGUSR2, reopen_all)
     if _ReopenRequest.pending:

@@ -5,8 +5,10 @@ import os
 import time
 
 import veter
+from veter import health
 
 app = veter.App()
+health.enable(app)
 
 
 @app.get("/")
