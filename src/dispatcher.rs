@@ -255,10 +255,7 @@ impl Dispatcher {
             &access_log_format,
             access_log_skip,
         )?;
-        let proxies = forwarded_allow_ips
-            .map(|spec| TrustedProxies::parse(&spec))
-            .transpose()
-            .map_err(PyValueError::new_err)?;
+        let proxies = trusted_proxies(forwarded_allow_ips.as_deref())?;
         let (tree, table) = build_routes(py, routes)?;
         let route_count = table.len();
         let supports_eager = py.version_info() >= (3, 12);
@@ -463,6 +460,13 @@ impl Dispatcher {
         }
         Ok(conns.len())
     }
+}
+
+/// The trusted proxies (None: proxy headers off).
+fn trusted_proxies(spec: Option<&str>) -> PyResult<Option<TrustedProxies>> {
+    spec.map(TrustedProxies::parse)
+        .transpose()
+        .map_err(PyValueError::new_err)
 }
 
 /// The router and the route table, from (methods, pattern, handler, `is_async`).
