@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import click
 
+from veter.binds import BindError
 from veter.config import ServerConfig
 from veter.importer import AppImportError, import_app
 
@@ -54,6 +55,24 @@ def main() -> None:
 @click.argument("app_ref", metavar="MODULE:APP")
 @click.option("--host", default=None, help=f"Interface to bind [default: {_DEFAULTS.host}].")
 @click.option("--port", type=int, default=None, help=f"Port to bind [default: {_DEFAULTS.port}].")
+@click.option(
+    "--bind",
+    multiple=True,
+    default=None,
+    help="Listen here instead of --host/--port; repeat for several: HOST:PORT, [IPV6]:PORT, "
+    "unix:PATH or fd://N.",
+)
+@click.option("--uds", default=None, help="Listen on this Unix socket path instead of --host/--port.")
+@click.option(
+    "--uds-mode", default=None, help=f"Permissions of the Unix socket file, octal [default: {_DEFAULTS.uds_mode}]."
+)
+@click.option(
+    "--fd",
+    type=int,
+    default=None,
+    help="Serve this inherited listening socket descriptor instead of --host/--port "
+    "(systemd's LISTEN_FDS are used without it).",
+)
 @click.option(
     "--loop",
     type=click.Choice(["auto", "uvloop", "asyncio"]),
@@ -391,7 +410,10 @@ def run(
 
         app = _load(app_ref)
         config = _server_config(app.config, server_changes)
-        sys.exit(serve(app, config))
+        try:
+            sys.exit(serve(app, config))
+        except BindError as exc:
+            raise click.ClickException(str(exc)) from None
 
     from veter.supervisor import Master, MasterConfig
 
@@ -417,14 +439,17 @@ def run(
         from veter.supervisor.reload import start_reloader
 
         start_reloader(Path.cwd())
-    sys.exit(Master(app_ref, config, master_config, overrides=server_changes).run())
+    try:
+        sys.exit(Master(app_ref, config, master_config, overrides=server_changes).run())
+    except BindError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _flags(options: dict[str, Any], no_server_header: bool) -> dict[str, Any]:
     """The options given on the command line (click leaves the others None)."""
     # Absent options are None (plain flags too: default=None), so a False here was
     # asked for (--no-ws-deflate) and overrides the environment and config file.
-    flags = {k: v for k, v in options.items() if v is not None}
+    flags = {k: v for k, v in options.items() if v is not None and v != ()}
     if "workers" in flags:
         flags["workers"] = _parse_workers(flags["workers"])
     if no_server_header:

@@ -6,6 +6,8 @@ import ipaddress
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
+from veter.binds import parse as parse_bind
+
 __all__ = ["ServerConfig"]
 
 LoopName = Literal["auto", "uvloop", "asyncio"]
@@ -18,6 +20,14 @@ class ServerConfig:
 
     host: str = "127.0.0.1"
     port: int = 8000
+    #: Listen on these instead of host:port: "HOST:PORT", "[IPV6]:PORT", "unix:PATH", "fd://N".
+    bind: tuple[str, ...] = ()
+    #: Listen on this Unix socket path instead of host:port (with fd and systemd's sockets, if any).
+    uds: str | None = None
+    #: Permissions of the Unix socket file, octal.
+    uds_mode: str = "0660"
+    #: Serve an inherited listening socket (its descriptor number) instead of host:port.
+    fd: int | None = None
     #: Event loop: uvloop when installed ("auto"), or force one.
     loop: LoopName = "auto"
     #: Listen backlog passed to listen(2).
@@ -203,6 +213,16 @@ class ServerConfig:
         if self.access_log == "":
             raise ValueError("access_log must be '-' (stdout), a path, or None (off)")
         _check_trusted(self.forwarded_allow_ips)
+        for item in self.bind:
+            parse_bind(item)
+        try:
+            mode = int(self.uds_mode, 8)
+        except ValueError:
+            mode = -1
+        if not 0 <= mode <= 0o777:
+            raise ValueError(f"uds_mode must be octal permissions such as 0660, got {self.uds_mode!r}")
+        if self.fd is not None and self.fd < 0:
+            raise ValueError(f"fd must be a descriptor number >= 0, got {self.fd}")
         if self.loop not in ("auto", "uvloop", "asyncio"):
             raise ValueError(f"loop must be auto, uvloop or asyncio, got {self.loop!r}")
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from veter import _core, metrics
 from veter.app import App
+from veter.binds import adopted, listen_all, remove_unix_file, url_of
 from veter.concurrency import configure_thread_pool, shutdown_thread_pool
 from veter.config import ServerConfig
 from veter.lagmonitor import LagMonitor
@@ -34,7 +35,7 @@ from veter.listener import Listener, accept_pending
 from veter.logs import Rotator, open_log, reopen_all
 from veter.logs import configure as configure_logs
 from veter.loops import loop_factory
-from veter.sockets import HANDSHAKE_GRACE, bind, stop_handshakes
+from veter.sockets import HANDSHAKE_GRACE, stop_handshakes
 from veter.tls import context_for
 
 __all__ = ["Server", "run"]
@@ -61,7 +62,7 @@ class Server:
         self._cut_delay = asyncio.Event()
         self._left = False
         self.dispatcher: _core.Dispatcher | None = None
-        self._server: asyncio.Server | Listener | None = None
+        self._servers: list[asyncio.Server | Listener] = []
         self._tick: asyncio.TimerHandle | None = None
         self._stop = asyncio.Event()
         #: The process exit status: non-zero after a fatal error (see ``fail``).
@@ -71,7 +72,10 @@ class Server:
         #: The access log (None when off).
         self.access_log: _core.LogFile | None = None
         self._ticks = 0
-        self._queue: socket.socket | None = None
+        #: A duplicate of each listening socket, to accept what is still queued on stop.
+        self._queues: list[socket.socket] = []
+        #: Those of ``_queues`` this server bound itself (the ones it may quiesce).
+        self._owned: list[socket.socket] = []
         self._tls: ssl.SSLContext | None = None
         self._force = False
         self._owns_socket = False
@@ -80,17 +84,23 @@ class Server:
 
     @property
     def sockets(self) -> list[socket.socket]:
-        return list(self._server.sockets) if self._server else []
+        return [sock for server in self._servers for sock in server.sockets]
 
     @property
     def port(self) -> int:
-        """The bound port (useful with ``port=0``)."""
-        return int(self.sockets[0].getsockname()[1])
+        """The first TCP socket's port (useful with ``port=0``)."""
+        for sock in self.sockets:
+            if sock.family != socket.AF_UNIX:
+                return int(sock.getsockname()[1])
+        raise RuntimeError("this server listens on no TCP socket")
 
-    async def start(self, sock: socket.socket | None = None, *, reuse_port: bool = False) -> None:
-        """Runs the startup hooks, then listens: on ``sock`` (shared with other
-        processes, which keep it open) or on a socket of its own bound here, after
-        the hooks (with ``reuse_port``, one of a SO_REUSEPORT group)."""
+    async def start(
+        self, sock: socket.socket | list[socket.socket] | None = None, *, reuse_port: bool = False
+    ) -> None:
+        """Runs the startup hooks, then listens: on ``sock`` (one or several, shared
+        with other processes, which keep them open) or on sockets of its own made
+        here from the settings (``binds.endpoints_for``), after the hooks (with
+        ``reuse_port``, each TCP one of a SO_REUSEPORT group)."""
         configure_thread_pool(self.config.max_threads)
         tls = context_for(self.config)  # a bad certificate fails before startup hooks run
         await self.app.startup()
@@ -112,23 +122,36 @@ class Server:
             metrics.mount(self.app, self.config.metrics_path, self)
         self.dispatcher = self.app.build_dispatcher(self.config, access_log=self.access_log)
         loop.set_exception_handler(self._on_loop_error)
-        # Only a socket no other process holds is this server's to quiesce on stop.
+        # Only sockets no other process holds are this server's to quiesce on stop.
         self._owns_socket = sock is None
-        if sock is None:
-            sock = bind(self.config.host, self.config.port, self.config.backlog, reuse_port=reuse_port)
-        # Kept to accept what is still queued when the listener closes (``stop``).
-        self._queue = sock.dup()
+        socks = listen_all(self.config, reuse_port=reuse_port) if sock is None else sock
+        socks = socks if isinstance(socks, list) else [socks]
         self._tls = tls
-        if self.config.max_concurrency > 0:
-            # At the cap this worker stops accepting, so the others take new connections.
-            listener = Listener(sock, self.dispatcher, self.config.backlog, tls=tls)
-            await listener.start()
-            self.dispatcher.set_saturation_callback(listener.set_saturated)
-            self._server = listener
-        else:
-            self._server = await loop.create_server(
-                self.dispatcher, sock=sock, backlog=self.config.backlog, ssl=tls
-            )
+        listeners: list[Listener] = []
+        for each in socks:
+            # Kept to accept what is still queued when the listener closes (``stop``).
+            queue = each.dup()
+            self._queues.append(queue)
+            if sock is None and not adopted(each) and each.family != socket.AF_UNIX:
+                self._owned.append(queue)
+            if self.config.max_concurrency > 0:
+                # At the cap this worker stops accepting, so the others take new connections.
+                listener = Listener(each, self.dispatcher, self.config.backlog, tls=tls)
+                await listener.start()
+                listeners.append(listener)
+                self._servers.append(listener)
+            else:
+                server = await loop.create_server(
+                    self.dispatcher, sock=each, backlog=self.config.backlog, ssl=tls
+                )
+                self._servers.append(server)
+        if listeners:
+
+            def set_saturated(saturated: bool) -> None:
+                for listener in listeners:
+                    listener.set_saturated(saturated)
+
+            self.dispatcher.set_saturation_callback(set_saturated)
         self._schedule_tick()
         if self.config.lag_threshold > 0:
             self.lag_monitor = LagMonitor(self.app.routes, self.config.lag_threshold)
@@ -212,15 +235,20 @@ class Server:
         # Connections already queued are taken before the listener closes (closing
         # would reset them); from the close on, new ones are refused by the kernel
         # once no other process holds the socket (see docs/deploy.md).
-        if self._queue is not None and self._owns_socket and stop_handshakes(self._queue):
+        # (Sockets another process holds or that outlive this one, such as systemd's,
+        # are left as they are: a filter would stay on them.)
+        if [q for q in self._owned if stop_handshakes(q)]:
             # Handshakes under way finish into the queue; new ones are not started.
             await asyncio.sleep(HANDSHAKE_GRACE)
-        queued = accept_pending(self._queue) if self._queue is not None else []
-        if self._server is not None:
-            self._server.close()
-        if self._queue is not None:
-            self._queue.close()
-            self._queue = None
+        queued = [conn for q in self._queues for conn in accept_pending(q)]
+        for server in self._servers:
+            server.close()
+        for q in self._queues:
+            if self._owns_socket:
+                remove_unix_file(q)
+            q.close()
+        self._queues = []
+        self._owned = []
         if queued and self.dispatcher is not None:
             dispatcher = self.dispatcher
             await self._within(
@@ -243,10 +271,10 @@ class Server:
         # WebSockets are told the server is going away (1001) and get until the
         # deadline to finish their close handshake.
         await self.app.websockets.close_all(deadline - loop.time())
-        if self._server is not None:
+        if self._servers:
             # Also waits for connections the loop accepted just before the listener
             # closed, whose protocol had not started yet when the drain began.
-            await self._within(self._server.wait_closed(), deadline)
+            await self._within(asyncio.gather(*(server.wait_closed() for server in self._servers)), deadline)
         if self._tick is not None:
             self._tick.cancel()
         if self.lag_monitor is not None:
@@ -282,9 +310,9 @@ async def serve(app: App, config: ServerConfig, *, ready: Callable[[Server], Any
     for sig in (signal.SIGUSR1, signal.SIGUSR2):
         loop.add_signal_handler(sig, reopen_all)
     rotation = _start_rotation(config, loop)
-    host, port = server.sockets[0].getsockname()[:2]
     scheme = "https" if config.ssl_certfile else "http"
-    log.info("veter serving on %s://%s:%d (loop: %s)", scheme, host, port, type(loop).__module__)
+    urls = ", ".join(url_of(sock, scheme) for sock in server.sockets)
+    log.info("veter serving on %s (loop: %s)", urls, type(loop).__module__)
     if ready is not None:
         ready(server)
     try:

@@ -170,6 +170,17 @@ def _convert(raw: Any, hint: Any, where: str, *, from_text: bool) -> Any:
         if raw not in allowed:
             raise SettingsError(f"{where}: expected one of {', '.join(map(repr, allowed))}, got {raw!r}")
         return raw
+    if origin is tuple:
+        (item_hint, *_rest) = typing.get_args(hint)
+        if from_text:
+            items: list[Any] = [part.strip() for part in raw.split(",") if part.strip()]
+        elif isinstance(raw, list | tuple):
+            items = list(raw)
+        else:
+            raise SettingsError(f"{where}: expected a list, got {raw!r}")
+        return tuple(
+            _convert(item, item_hint, f"{where}[{i}]", from_text=False) for i, item in enumerate(items)
+        )
     if hint is bool:
         if isinstance(raw, bool):
             return raw

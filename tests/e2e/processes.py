@@ -15,14 +15,24 @@ READY = re.compile(r"veter serving on https?://127\.0\.0\.1:(\d+)")
 
 
 class Proc:
-    def __init__(self, args: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> None:
+    def __init__(
+        self,
+        args: list[str],
+        env: dict[str, str] | None = None,
+        cwd: Path = ROOT,
+        *,
+        pass_fds: tuple[int, ...] = (),
+        command: list[str] | None = None,
+    ) -> None:
+        """``veter ARGS`` (or ``command``, whole), with ``pass_fds`` inherited."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "veter", *args],
+            command or [sys.executable, "-m", "veter", *args],
             cwd=cwd,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            pass_fds=pass_fds,
         )
         self.lines: list[str] = []
         self.port: int | None = None

@@ -219,7 +219,7 @@ def test_a_worker_at_max_concurrency_stops_accepting_until_a_slot_frees(serve: S
 
     server = serve(app, max_concurrency=1)
     assert server.server is not None and server.server.dispatcher is not None and server.loop is not None
-    dispatcher, listener = server.server.dispatcher, server.server._server
+    dispatcher, (listener,) = server.server.dispatcher, server.server._servers
     assert isinstance(listener, Listener)
     with server.connect() as held:
         held.sendall(b"GET /hold HTTP/1.1\r\nHost: t\r\n\r\n")

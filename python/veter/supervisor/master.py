@@ -30,14 +30,15 @@ import socket
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from veter import metrics
+from veter.binds import BindError, adopted, endpoints_for, listen_all, remove_unix_file, reserve_port, url_of
 from veter.config import ServerConfig
 from veter.logs import reopen_all
-from veter.sockets import HANDSHAKE_GRACE, bind, reserve, stop_handshakes
+from veter.sockets import HANDSHAKE_GRACE, stop_handshakes
 from veter.supervisor.worker import FATAL, HEARTBEAT, READY, RECYCLE, WorkerSpec, run_worker
 
 __all__ = ["Master", "MasterConfig"]
@@ -107,10 +108,12 @@ class Master:
         self.config = config
         self.target = config.workers
         self.workers: dict[int, _Worker] = {}
-        self.sock: socket.socket | None = None
-        #: With reuse_port: holds the port the workers bind (see ``sockets.reserve``).
-        self._reserved: socket.socket | None = None
-        self._port = 0
+        #: The listening sockets the workers share (none with reuse_port).
+        self.socks: list[socket.socket] = []
+        #: With reuse_port: hold the ports the workers bind (see ``sockets.reserve``).
+        self._reserved: list[socket.socket] = []
+        #: With reuse_port: what each worker binds (the reserved addresses and ports).
+        self._reuse_binds: tuple[str, ...] = ()
         self.stopping = False
         #: In the drain delay: when the workers are told to stop (None: not leaving).
         self.leaving_until: float | None = None
@@ -142,13 +145,13 @@ class Master:
             os.environ.pop(metrics.ENV_DIR, None)
 
     def _run(self) -> int:
+        scheme = "https" if self.server.ssl_certfile else "http"
         if not self.config.reuse_port:
-            self.sock = bind(self.server.host, self.server.port, self.server.backlog)
-            host, port = self.sock.getsockname()[:2]
+            self.socks = listen_all(self.server)
+            urls = ", ".join(url_of(sock, scheme) for sock in self.socks)
         else:
-            self._reserved = reserve(self.server.host, self.server.port)
-            host, port = self._reserved.getsockname()[:2]
-        self._port = port
+            self._reserve_ports()
+            urls = ", ".join(url_of(sock, scheme) for sock in self._reserved)
         self._install_signals()
         log.info("veter master %d: %d worker(s) for %s", os.getpid(), self.target, self.app_ref)
         for _ in range(self.target):
@@ -159,17 +162,41 @@ class Master:
                 self._tick()
                 if not started_logged and self.ever_ready:
                     started_logged = True
-                    scheme = "https" if self.server.ssl_certfile else "http"
-                    log.info("veter serving on %s://%s:%d (%d workers)", scheme, host, port, self.target)
+                    log.info("veter serving on %s (%d workers)", urls, self.target)
         finally:
-            if self.sock is not None:
-                self.sock.close()
-            if self._reserved is not None:
-                self._reserved.close()
+            self._close_sockets()
+            for sock in self._reserved:
+                sock.close()
             self._wake_r.close()
             self._wake_w.close()
         log.info("master %d: stopped", os.getpid())
         return self.exit_code
+
+    def _reserve_ports(self) -> None:
+        """--reuse-port: hold each TCP port the workers will bind (port 0: the one the
+        kernel picks), so every worker binds the same."""
+        endpoints = endpoints_for(
+            self.server.bind, self.server.uds, self.server.fd, self.server.host, self.server.port
+        )
+        if any(e.kind != "tcp" for e in endpoints):
+            raise BindError(
+                "--reuse-port works with TCP addresses only (not with unix:, fd:// or systemd sockets)"
+            )
+        try:
+            for endpoint in endpoints:
+                sock = reserve_port(endpoint)
+                self._reserved.append(sock)
+                self._reuse_binds += (str(replace(endpoint, port=sock.getsockname()[1])),)
+        except BindError:
+            for sock in self._reserved:
+                sock.close()
+            raise
+
+    def _close_sockets(self) -> None:
+        for sock in self.socks:
+            remove_unix_file(sock)
+            sock.close()
+        self.socks = []
 
     def _install_signals(self) -> None:
         self._wake_w.setblocking(False)
@@ -420,7 +447,7 @@ class Master:
             max_requests_jitter=self.config.max_requests_jitter,
             max_rss=self.config.max_rss,
             max_lifetime=self.config.max_lifetime,
-            reuse_port_at=(self.server.host, self._port) if self.config.reuse_port else None,
+            reuse_port_at=self._reuse_binds or None,
         )
         sys.stdout.flush()
         sys.stderr.flush()
@@ -433,12 +460,12 @@ class Master:
                     os.close(other.fd)
                 self._wake_r.close()
                 self._wake_w.close()
-                if self._reserved is not None:
-                    self._reserved.close()
+                for sock in self._reserved:
+                    sock.close()
                 # With reuse_port the worker binds its own socket once its app has
                 # started: a socket listening before that would queue connections
                 # for a worker that may never serve them.
-                code = run_worker(spec, self.sock, write_fd)
+                code = run_worker(spec, self.socks, write_fd)
             except BaseException:  # noqa: BLE001 - a worker must never return into the master's code
                 import traceback
 
@@ -475,11 +502,13 @@ class Master:
         # drain, and reset them all when the last copy closed. Each worker closes
         # its own on SIGTERM, after accepting what is already queued; from then on
         # a new connection is refused at once and goes to another instance.
-        if self.sock is not None:
-            if stop_handshakes(self.sock):
-                time.sleep(HANDSHAKE_GRACE)  # handshakes under way reach the queue first
-            self.sock.close()
-            self.sock = None
+        # (Inherited sockets, such as systemd's, outlive this process: no filter on them.)
+        filtered = [
+            s for s in self.socks if s.family != socket.AF_UNIX and not adopted(s) and stop_handshakes(s)
+        ]
+        if filtered:
+            time.sleep(HANDSHAKE_GRACE)  # handshakes under way reach the queue first
+        self._close_sockets()
         for worker in list(self.workers.values()):
             if not worker.stopping:
                 self._terminate(worker)

@@ -58,9 +58,9 @@ class WorkerSpec:
     max_requests_jitter: int
     max_rss: int  # bytes, 0: no limit
     max_lifetime: float  # seconds, 0: no limit
-    #: With --reuse-port: the address this worker binds its own socket on, after its
-    #: app started (None: serve the master's shared socket).
-    reuse_port_at: tuple[str, int] | None = None
+    #: With --reuse-port: the addresses this worker binds its own sockets on, after
+    #: its app started (None: serve the master's shared sockets).
+    reuse_port_at: tuple[str, ...] | None = None
 
 
 class _ReopenRequest:
@@ -146,7 +146,7 @@ class _Monitor:
         return None
 
 
-async def _serve(spec: WorkerSpec, sock: socket.socket | None, fd: int) -> int:
+async def _serve(spec: WorkerSpec, socks: list[socket.socket], fd: int) -> int:
     try:
         app = import_app(spec.app_ref)
     except Exception:  # noqa: BLE001 - any import error is fatal and reported
@@ -156,8 +156,7 @@ async def _serve(spec: WorkerSpec, sock: socket.socket | None, fd: int) -> int:
     try:
         config = app.config.with_(**spec.overrides)
         if spec.reuse_port_at is not None:
-            host, port = spec.reuse_port_at
-            config = config.with_(host=host, port=port)
+            config = config.with_(bind=spec.reuse_port_at, uds=None, fd=None)
     except (TypeError, ValueError) as exc:
         sys.stderr.write(f"[worker {os.getpid()}] bad settings: {exc}\n")
         _send(fd, FATAL)
@@ -165,7 +164,7 @@ async def _serve(spec: WorkerSpec, sock: socket.socket | None, fd: int) -> int:
     # The drain delay is the master's to time, for every worker at once (WINCH).
     server = Server(app, config, delay_on_stop=False)
     try:
-        await server.start(sock=sock, reuse_port=spec.reuse_port_at is not None)
+        await server.start(sock=socks or None, reuse_port=spec.reuse_port_at is not None)
     except Exception:  # noqa: BLE001 - a failing startup hook is fatal and reported
         sys.stderr.write(f"[worker {os.getpid()}] startup failed:\n{traceback.format_exc()}")
         _send(fd, FATAL)
@@ -191,7 +190,7 @@ async def _serve(spec: WorkerSpec, sock: socket.socket | None, fd: int) -> int:
     return server.exit_code
 
 
-def run_worker(spec: WorkerSpec, sock: socket.socket | None, fd: int) -> int:
+def run_worker(spec: WorkerSpec, socks: list[socket.socket], fd: int) -> int:
     """The body of a forked worker; returns its exit status."""
     _reset_signals()
     # Log files inherited from the master may have been rotated since it opened them.
@@ -200,4 +199,4 @@ def run_worker(spec: WorkerSpec, sock: socket.socket | None, fd: int) -> int:
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     os.set_blocking(fd, False)
     with asyncio.Runner(loop_factory=loop_factory(spec.loop)) as runner:
-        return runner.run(_serve(spec, sock, fd))
+        return runner.run(_serve(spec, socks, fd))
