@@ -64,7 +64,9 @@ def main() -> None:
 )
 @click.option("--uds", default=None, help="Listen on this Unix socket path instead of --host/--port.")
 @click.option(
-    "--uds-mode", default=None, help=f"Permissions of the Unix socket file, octal [default: {_DEFAULTS.uds_mode}]."
+    "--uds-mode",
+    default=None,
+    help=f"Permissions of the Unix socket file, octal [default: {_DEFAULTS.uds_mode}].",
 )
 @click.option(
     "--fd",
