@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import kubernetes_validate
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from veter.cli import main
@@ -104,3 +106,28 @@ def test_a_generated_project_installs_and_its_tests_pass(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "9 passed" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("options", ["everything", "plain"])
+def test_the_manifest_is_valid_kubernetes(tmp_path: Path, options: str) -> None:
+    """Checked against the schema of a current Kubernetes release, strictly (an
+    unknown or misspelt field fails), and for graceful shutdown: the grace period
+    outlasts the drain delay plus the graceful timeout."""
+    root = create_project("orders-api", tmp_path, EVERYTHING if options == "everything" else Options())
+    version = kubernetes_validate.latest_version()
+    assert tuple(int(p) for p in version.split(".")[:2]) >= (1, 37)
+    documents = [d for d in yaml.safe_load_all((root / "k8s/deployment.yaml").read_text()) if d]
+    assert {d["kind"] for d in documents} == {"Deployment", "Service"}
+    for document in documents:
+        kubernetes_validate.validate(document, version, strict=True)
+    (deployment,) = (d for d in documents if d["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    drain_delay = float(env["VETER_DRAIN_DELAY"])
+    command = (root / "Dockerfile").read_text().split("CMD", 1)[1]
+    graceful = float(command.split('"--graceful-timeout", "', 1)[1].split('"', 1)[0])
+    assert drain_delay > 0
+    assert pod["terminationGracePeriodSeconds"] > drain_delay + graceful
+    broken = {**deployment, "spec": {**deployment["spec"], "replicaz": 2}}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, version, strict=True)
