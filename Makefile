@@ -10,7 +10,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYO3_PYTHON := $(abspath $(PY))
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: run test build lint rust-test py-test py-versions fuzz-ci bench clean
+.PHONY: run test build lint rust-test py-test wheel-test py-versions fuzz-ci bench clean
 
 # Other supported Pythons the tests also run on (found under pyenv or on PATH).
 EXTRA_PYTHONS ?= 3.12 3.13
@@ -29,8 +29,20 @@ $(VENV)/.installed: pyproject.toml tests/websockets/autobahn/requirements.txt
 build: $(VENV)/.installed
 	$(VENV)/bin/maturin develop --release --quiet --extras dev
 
-run: build
+# What serving the example needs, and nothing else: no test services, no Autobahn.
+$(VENV)/.run-installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "maturin>=1.7,<2"
+	touch $@
+
+run: $(VENV)/.run-installed
+	$(VENV)/bin/maturin develop --release --quiet
 	$(PY) -m veter run examples.hello:app --host 127.0.0.1 --port 8000
+
+# The built wheel installed into a fresh venv without Rust serves the example.
+wheel-test: build
+	bash scripts/test-wheel.sh $(PY)
 
 rust-test: $(VENV)/.installed
 	cargo test --quiet
@@ -47,6 +59,7 @@ py-test: build
 	$(PY) -m pytest -q
 
 # Each extra Python gets its own venv and target dir, so switching costs no rebuild.
+# The deploy tests (a minute of load behind nginx each) run on the first Python only.
 py-versions:
 	@for v in $(EXTRA_PYTHONS); do \
 		exe=$$(ls -d $(PYENV_ROOT)/versions/$$v*/bin/python 2>/dev/null | tail -n1); \
@@ -59,7 +72,7 @@ py-versions:
 			"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" "hypothesis>=6.100" "prometheus-client>=0.20" "websockets>=13" "playwright>=1.48" "kubernetes-validate>=1.37" "asyncpg>=0.29" "redis[hiredis]>=5" "asyncmy>=0.2.9" "aiohttp>=3.10" "aiodns>=3.2" "py-spy>=0.3.14" || exit 1; \
 		VIRTUAL_ENV=$(CURDIR)/$$venv PYO3_PYTHON=$(CURDIR)/$$venv/bin/python CARGO_TARGET_DIR=target/py$$v \
 			$$venv/bin/maturin develop --release --quiet || exit 1; \
-		$$venv/bin/python -m pytest -q -p no:cacheprovider || exit 1; \
+		$$venv/bin/python -m pytest -q -p no:cacheprovider -m "not deploy" || exit 1; \
 	done
 
 # Fuzzing (docs/security.md): both cargo-fuzz targets, seeded from the request
@@ -81,7 +94,7 @@ fuzz-ci: $(VENV)/.installed
 	for t in $(FUZZ_TARGETS); do echo "== fuzz $$t"; grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb)|^#[0-9]+ +DONE|panicked|ERROR|Test unit written" target/$$t.log; done; \
 	exit $$failed
 
-test: rust-test lint py-test py-versions fuzz-ci
+test: rust-test lint py-test wheel-test py-versions fuzz-ci
 
 bench: build
 	$(MAKE) -C benchmarks bench SCENARIO=$(SCENARIO) QUICK=$(QUICK)

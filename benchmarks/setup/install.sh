@@ -87,4 +87,19 @@ if [ -x "$VETER_PY" ] && [ ! -e "$WORK/veter-extras/.installed" ]; then
     "$VETER_PY" -m pip install -q --disable-pip-version-check --target "$WORK/veter-extras" asyncpg 'redis[hiredis]' \
         && touch "$WORK/veter-extras/.installed" || say "veter extras install failed"
 fi
+# The wheels scenario: veter's current code built as one abi3 wheel (Python 3.11+),
+# into its own venv, rebuilt on every install so it is always the code being measured
+# (cargo's cache in target/abi3 makes an unchanged build quick).
+case "$SCENARIO" in all|wheels)
+    if [ -x "$VETER_PY" ]; then
+        say "abi3 wheel of veter for the wheels scenario"
+        rm -rf "$WORK/wheels-abi3"
+        ( cd .. && CARGO_TARGET_DIR=target/abi3 "$VETER_PY" -m maturin build --release --quiet \
+            --features pyo3/abi3-py311 --out benchmarks/"$WORK"/wheels-abi3 >/dev/null 2>&1 ) \
+            && { [ -x "$WORK/venv-abi3/bin/python" ] || "$(dirname "$(readlink -f "$VETER_PY")")"/python3 -m venv "$WORK/venv-abi3"; } \
+            && "$WORK/venv-abi3/bin/pip" install -q --disable-pip-version-check --force-reinstall "$WORK"/wheels-abi3/veter-*.whl \
+            || { say "abi3 wheel build failed: veter-abi3 will be reported as not available"; rm -rf "$WORK/venv-abi3"; }
+    fi
+    ;;
+esac
 say "done"

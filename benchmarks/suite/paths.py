@@ -19,6 +19,10 @@ WRK = Path("/usr/bin/wrk")
 GO_BIN = WORK / "bin" / "gohttp"
 WSLOAD = WORK / "bin" / "wsload"  # go/wsload, the WebSocket echo load generator
 
+#: veter built as one abi3 wheel (the stable ABI, Python 3.11+), for the wheels scenario.
+ABI3_VENV = WORK / "venv-abi3"
+ABI3_PYTHON = ABI3_VENV / "bin" / "python"
+
 VETER_PYTHON = Path(os.environ.get("VETER_PYTHON", str(REPO / ".venv" / "bin" / "python")))
 
 SERVER_CPU = os.environ.get("BENCH_SERVER_CPU", "0")

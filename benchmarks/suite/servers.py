@@ -124,6 +124,11 @@ def _veter(port: int, workers: int) -> list[str]:
     return [*argv, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
 
 
+def _veter_abi3(port: int, workers: int) -> list[str]:
+    argv = [str(paths.ABI3_PYTHON), "-m", "veter", "run", "benchmarks.apps.veter_app:app", "--access-log", "off"]
+    return [*argv, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+
+
 def _sanic(port: int, workers: int) -> list[str]:
     return [
         str(paths.PEERS_BIN / "sanic"),
@@ -188,6 +193,14 @@ ALL: dict[str, Server] = {
     s.name: s
     for s in [
         Veter("veter", "veter (Rust HTTP core on uvloop)", ASYNC, _veter, cwd=paths.REPO),
+        Server(
+            "veter-abi3",
+            "veter from one abi3 wheel (stable ABI, Python 3.11+)",
+            ASYNC,
+            _veter_abi3,
+            cwd=paths.REPO,
+            needs=(paths.ABI3_PYTHON,),
+        ),
         Server(
             "pyfloor",
             "raw uvloop Protocol + httptools, fixed response",

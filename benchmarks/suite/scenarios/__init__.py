@@ -3,10 +3,26 @@ plan(settings), table(result) and chart(result, path)."""
 
 from types import ModuleType
 
-from . import accesslog, blocking, db, engine, fanout, hard, hello, matrix, overload, redis_log, scaling, sleep50, ws
+from . import (
+    accesslog,
+    blocking,
+    db,
+    engine,
+    fanout,
+    hard,
+    hello,
+    matrix,
+    overload,
+    redis_log,
+    scaling,
+    sleep50,
+    wheels,
+    ws,
+)
 
 ORDER: list[ModuleType] = [
     engine,
+    wheels,
     hello,
     sleep50,
     hard,
