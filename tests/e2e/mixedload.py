@@ -22,6 +22,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+import uvloop
+
 __all__ = ["MixedLoad", "Outcome"]
 
 
@@ -31,6 +33,7 @@ class Outcome:
     method: str
     error: str | None  # None: a 2xx answer with the right body
     pid: int | None = None  # the worker that answered, when the body starts "pid=N"
+    latency: float = 0.0  # seconds from when it was due to its answer (or failure)
 
 
 @dataclass
@@ -60,6 +63,13 @@ class Report:
 
     def failures_between(self, start: float, end: float) -> list[Outcome]:
         return [o for o in self.failures if start <= o.started < end]
+
+    def p99_between(self, start: float, end: float) -> float:
+        """The 99th percentile latency, in seconds, of the requests due in [start, end)."""
+        latencies = sorted(o.latency for o in self.outcomes if start <= o.started < end)
+        if not latencies:
+            raise ValueError("no request was due in that window")
+        return latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
 
 
 class MixedLoad:
@@ -118,7 +128,9 @@ class MixedLoad:
     # -- the load, on its own loop ---------------------------------------------------
 
     def _run(self) -> None:
-        asyncio.run(self._schedule())
+        # uvloop: the generator must not be what limits a few thousand requests a second.
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(self._schedule())
 
     async def _schedule(self) -> None:
         tasks: set[asyncio.Task[None]] = set()
@@ -174,7 +186,7 @@ class MixedLoad:
             error = f"{type(exc).__name__}: {exc}"
         if error is not None and conn is not None:
             conn.close()
-        self.report.outcomes.append(Outcome(due, method, error, pid))
+        self.report.outcomes.append(Outcome(due, method, error, pid, time.monotonic() - due))
 
     async def _connection(self, *, fresh: bool) -> _Conn:
         now = time.monotonic()
