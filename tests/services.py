@@ -306,10 +306,11 @@ class MariaDB(Service):
 
 class Nginx(Service):
     """nginx as a reverse proxy in front of ``upstreams`` (loopback ports), set up
-    as docs/deploy.md recommends: HTTP/1.1 keep-alive to the upstreams, closed by
-    nginx after 4 s idle (below veter's 5 s keep-alive timeout), and the default
-    retry rule (``error timeout``: a refused connect goes to the next upstream, a
-    POST already sent is never retried)."""
+    as docs/deploy.md shows (keep this and that in step): HTTP/1.1 keep-alive to the
+    upstreams, closed by nginx after 4 s idle (below veter's 5 s keep-alive timeout),
+    proxy headers, limits and timeouts matching veter's, and the default retry rule
+    (``error timeout``: a refused connect goes to the next upstream, a POST already
+    sent is never retried)."""
 
     name = "nginx"
     stop_signal = signal.SIGQUIT  # nginx's graceful stop
@@ -341,10 +342,17 @@ http {{
     }}
     server {{
         listen 127.0.0.1:{self.port};
+        client_max_body_size 10m;
+        large_client_header_buffers 4 16k;
         location / {{
             proxy_pass http://veter;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+            proxy_set_header Host              $host;
+            proxy_set_header X-Forwarded-For   $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
+            proxy_connect_timeout 1s;
+            proxy_read_timeout 65s;
         }}
     }}
 }}

@@ -3,6 +3,7 @@ tables name only flags that exist."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import fields
 from pathlib import Path
@@ -63,3 +64,15 @@ def test_negative_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch
     assert server["ws_deflate"] is False
     assert server["proxy_headers"] is True
     assert master.reuse_port is False  # a plain flag left out stays at its default
+
+
+def test_workers_auto_counts_the_cpus_this_process_may_use() -> None:
+    from veter.cli import usable_cpus
+
+    assert usable_cpus() == len(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {min(before)})  # as taskset or a container's cpuset would
+        assert usable_cpus() == 1
+    finally:
+        os.sched_setaffinity(0, before)

@@ -341,7 +341,11 @@ def main() -> None:
     help="Comma-separated addresses and CIDR networks of trusted proxies; 'unix' for the Unix "
     f"socket, '*' for anyone [default: {_DEFAULTS.forwarded_allow_ips}].",
 )
-@click.option("--workers", default=None, help="Worker processes, or 'auto' for one per CPU [default: 1].")
+@click.option(
+    "--workers",
+    default=None,
+    help="Worker processes, or 'auto' for one per CPU this process may use [default: 1].",
+)
 @click.option("--single-process", is_flag=True, help="Serve in this process, without a master (debugging).")
 @click.option(
     "--worker-timeout",
@@ -424,7 +428,7 @@ def run(
     # file apply everywhere, over them.
     config = _server_config(ServerConfig(), server_changes)
     workers = master_options.workers
-    count = (os.cpu_count() or 1) if workers == "auto" else int(workers)
+    count = usable_cpus() if workers == "auto" else int(workers)
     try:
         master_config = MasterConfig(
             workers=count,
@@ -483,6 +487,15 @@ def _layered(flags: dict[str, Any]) -> tuple[dict[str, Any], MasterOptions]:
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     return server, master
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (a container's cpuset, taskset), not the
+    machine's: what ``--workers auto`` starts one worker for each of."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # no affinity API (macOS)
+        return os.cpu_count() or 1
 
 
 def _parse_workers(value: str) -> int | Literal["auto"]:
