@@ -94,11 +94,19 @@ case "$SCENARIO" in all|wheels)
     if [ -x "$VETER_PY" ]; then
         say "abi3 wheel of veter for the wheels scenario"
         rm -rf "$WORK/wheels-abi3"
-        ( cd .. && CARGO_TARGET_DIR=target/abi3 "$VETER_PY" -m maturin build --release --quiet \
-            --features pyo3/abi3-py311 --out benchmarks/"$WORK"/wheels-abi3 >/dev/null 2>&1 ) \
-            && { [ -x "$WORK/venv-abi3/bin/python" ] || "$(dirname "$(readlink -f "$VETER_PY")")"/python3 -m venv "$WORK/venv-abi3"; } \
-            && "$WORK/venv-abi3/bin/pip" install -q --disable-pip-version-check --force-reinstall "$WORK"/wheels-abi3/veter-*.whl \
-            || { say "abi3 wheel build failed: veter-abi3 will be reported as not available"; rm -rf "$WORK/venv-abi3"; }
+        # Absolute, but not resolved: the venv's python (with maturin), not its base.
+        veter_py_abs="$(cd "$(dirname "$VETER_PY")" && pwd)/$(basename "$VETER_PY")"
+        base_py=$("$veter_py_abs" -c 'import sys; print(sys._base_executable)')
+        if ( cd .. && CARGO_TARGET_DIR=target/abi3 "$veter_py_abs" -m maturin build --release --quiet \
+                --features pyo3/abi3-py311 --out benchmarks/"$WORK"/wheels-abi3 ) >"$WORK/logs/abi3-build.log" 2>&1 \
+            && { [ -x "$WORK/venv-abi3/bin/python" ] || "$base_py" -m venv "$WORK/venv-abi3"; } \
+            && "$WORK/venv-abi3/bin/pip" install -q --disable-pip-version-check --force-reinstall \
+                "$WORK"/wheels-abi3/veter-*.whl >>"$WORK/logs/abi3-build.log" 2>&1; then
+            :
+        else
+            say "abi3 wheel build failed (see $WORK/logs/abi3-build.log): veter-abi3 will be reported as not available"
+            rm -rf "$WORK/venv-abi3"
+        fi
     fi
     ;;
 esac
