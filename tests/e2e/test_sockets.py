@@ -147,3 +147,10 @@ def test_inherited_descriptor_and_systemd_activation(veter_run: Callable[..., Pr
     finally:
         proc.close()
         listening.close()
+
+
+def test_ipv6_host(veter_run: Callable[..., Proc]) -> None:
+    proc = veter_run("--host", "::1", "--port", "0", "--workers", "2")
+    port = int(proc.wait_for(r"veter serving on http://\[::1\]:(\d+)").group(1))
+    assert ask(socket.AF_INET6, ("::1", port)).startswith(b"pid=")
+    assert ask(socket.AF_INET6, ("::1", port), b"POST").endswith(b" hi")
