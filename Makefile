@@ -10,7 +10,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYO3_PYTHON := $(abspath $(PY))
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: run test build lint rust-test py-test wheel-test py-versions fuzz-ci bench clean
+.PHONY: run test build lint rust-test py-test wheels wheel-test py-versions fuzz-ci bench clean
 
 # Other supported Pythons the tests also run on (found under pyenv or on PATH).
 EXTRA_PYTHONS ?= 3.12 3.13
@@ -39,6 +39,16 @@ $(VENV)/.run-installed: pyproject.toml
 run: $(VENV)/.run-installed
 	$(VENV)/bin/maturin develop --release --quiet
 	$(PY) -m veter run examples.hello:app --host 127.0.0.1 --port 8000
+
+# Release wheels, one per supported Python found here (docs/deploy.md, "Installing"),
+# into dist/.
+wheels: $(VENV)/.run-installed
+	@pys=""; for v in 3.11 $(EXTRA_PYTHONS); do \
+		exe=$$(ls -d $(PYENV_ROOT)/versions/$$v*/bin/python 2>/dev/null | tail -n1); \
+		[ -n "$$exe" ] || exe=$$(command -v python$$v || true); \
+		[ -n "$$exe" ] && pys="$$pys -i $$exe"; \
+	done; \
+	$(VENV)/bin/maturin build --release --out dist $$pys
 
 # The built wheel installed into a fresh venv without Rust serves the example.
 wheel-test: build
