@@ -69,7 +69,7 @@ py-test: build
 	$(PY) -m pytest -q
 
 # Each extra Python gets its own venv and target dir, so switching costs no rebuild.
-# The deploy tests (a minute of load behind nginx each) run on the first Python only.
+# Tests marked slow (deploy behind nginx, Autobahn) run on the first Python only.
 py-versions:
 	@for v in $(EXTRA_PYTHONS); do \
 		exe=$$(ls -d $(PYENV_ROOT)/versions/$$v*/bin/python 2>/dev/null | tail -n1); \
@@ -82,7 +82,7 @@ py-versions:
 			"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" "hypothesis>=6.100" "prometheus-client>=0.20" "websockets>=13" "playwright>=1.48" "kubernetes-validate>=1.37" "asyncpg>=0.29" "redis[hiredis]>=5" "asyncmy>=0.2.9" "aiohttp>=3.10" "aiodns>=3.2" "py-spy>=0.3.14" || exit 1; \
 		VIRTUAL_ENV=$(CURDIR)/$$venv PYO3_PYTHON=$(CURDIR)/$$venv/bin/python CARGO_TARGET_DIR=target/py$$v \
 			$$venv/bin/maturin develop --release --quiet || exit 1; \
-		$$venv/bin/python -m pytest -q -p no:cacheprovider -m "not deploy" || exit 1; \
+		$$venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" || exit 1; \
 	done
 
 # Fuzzing (docs/security.md): both cargo-fuzz targets, seeded from the request

@@ -64,6 +64,7 @@ def wstest() -> Path:
     return exe
 
 
+@pytest.mark.slow  # the Rust protocol under test is the same on every Python: the first one runs it
 @pytest.mark.timeout(1800)
 def test_autobahn_fuzzing_client(serve: Serve, tmp_path: Path) -> None:
     exe = wstest()

@@ -5,8 +5,8 @@ docs/deploy.md recommends, under an open-loop load of GETs and POSTs that retrie
 nothing, a few thousand a second. nginx retries only what is safe (a refused
 connect), never a POST that reached an instance, so a request an instance loses
 shows up here as a failure. Each test prints its numbers (docs/deploy.md quotes
-them). Run on the first Python only (`-m "not deploy"` elsewhere): they test the
-process model and the proxy, not the interpreter.
+them). Marked slow: `make test` runs them on the first Python only, since they test
+the process model and the proxy, not the interpreter.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tests.services import Nginx, ServiceError, free_port
 from .mixedload import MixedLoad, Report
 from .processes import Proc, alive, children_of
 
-pytestmark = [pytest.mark.deploy, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 APP = "tests.e2e.apps.supervised:app"
 #: Requests a second through nginx, half GET, half POST.
@@ -157,7 +157,7 @@ def test_a_killed_instance_costs_only_its_requests_in_flight(fleet: tuple[Nginx,
     nginx, instances = fleet
     victim = instances[0]
     with MixedLoad(nginx.port, rate=RATE) as load:
-        steady_state(load)
+        load.wait_for(RATE * 5)  # five seconds of load through every instance first
         workers = victim.workers
         killed_at = time.monotonic()
         os.kill(victim.proc.pid, signal.SIGKILL)
