@@ -164,3 +164,21 @@ def test_veter_config_prints_values_and_sources(tmp_path: Path, monkeypatch: pyt
     assert lines["backlog"].endswith("# App(...)") and "64" in lines["backlog"]
     assert lines["host"].endswith("# default")
     assert lines["greeting"].endswith("# env SVC_GREETING") and "'hello'" in lines["greeting"]
+
+
+def test_list_settings_from_the_file_the_environment_and_flags(tmp_path: Path) -> None:
+    (tmp_path / "veter.toml").write_text('bind = ["127.0.0.1:8000", "[::1]:8000", "unix:/run/a.sock"]\n')
+    values, sources = layered(tmp_path, {})
+    assert values == {"bind": ("127.0.0.1:8000", "[::1]:8000", "unix:/run/a.sock")}
+    assert sources == {"bind": "veter.toml"}
+    values, sources = layered(tmp_path, {"VETER_BIND": " 0.0.0.0:80 , fd://3 "})
+    assert values == {"bind": ("0.0.0.0:80", "fd://3")}
+    assert sources == {"bind": "env VETER_BIND"}
+    values, _ = layered(tmp_path, {}, {"bind": ("unix:/tmp/b.sock",)})
+    assert values == {"bind": ("unix:/tmp/b.sock",)}
+    (tmp_path / "veter.toml").write_text('bind = "127.0.0.1:8000"\n')
+    with pytest.raises(SettingsError, match=r"veter\.toml.*bind.*expected a list"):
+        layered(tmp_path, {})
+    (tmp_path / "veter.toml").write_text("bind = [8000]\n")
+    with pytest.raises(SettingsError, match=r"bind\[0\].*expected a string"):
+        layered(tmp_path, {})
