@@ -30,7 +30,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from veter.importer import import_app
 from veter.logs import reopen_all
@@ -63,24 +63,16 @@ class WorkerSpec:
     reuse_port_at: tuple[str, ...] | None = None
 
 
-class _ReopenRequest:
-    """A USR2 that arrived before the loop's handler was installed (it is honoured then)."""
+class _EarlySignals:
+    """USR2 or WINCH that arrived before the loop's handlers were installed (USR2's
+    default action would kill the worker, WINCH's would drop it); each is honoured
+    once they are."""
 
-    pending = False
-
-    @classmethod
-    def note(cls, signum: int, frame: object) -> None:
-        cls.pending = True
-
-
-class _LeaveRequest:
-    """A WINCH that arrived before the loop's handler was installed."""
-
-    pending = False
+    seen: ClassVar[set[int]] = set()
 
     @classmethod
     def note(cls, signum: int, frame: object) -> None:
-        cls.pending = True
+        cls.seen.add(signum)
 
 
 def _reset_signals() -> None:
@@ -88,9 +80,9 @@ def _reset_signals() -> None:
     signal.set_wakeup_fd(-1)
     for sig in (signal.SIGHUP, signal.SIGTTIN, signal.SIGTTOU, signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
-    # USR2's default would kill the worker; until the loop handles it, remember it.
-    signal.signal(signal.SIGUSR2, _ReopenRequest.note)
-    signal.signal(signal.SIGWINCH, _LeaveRequest.note)
+    # USR2's and WINCH's real handlers come with the loop; until then, remember them.
+    for sig in (signal.SIGUSR2, signal.SIGWINCH):
+        signal.signal(sig, _EarlySignals.note)
 
 
 def _send(fd: int, message: bytes) -> None:
@@ -173,11 +165,11 @@ async def _serve(spec: WorkerSpec, socks: list[socket.socket], fd: int) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, server.on_stop_signal, sig)
     loop.add_signal_handler(signal.SIGWINCH, server.leave)
-    if _LeaveRequest.pending:
+    if signal.SIGWINCH in _EarlySignals.seen:
         server.leave()
     # The master renamed the log files (rotation, or logrotate's SIGUSR1 to it).
     loop.add_signal_handler(signal.SIGUSR2, reopen_all)
-    if _ReopenRequest.pending:
+    if signal.SIGUSR2 in _EarlySignals.seen:
         reopen_all()
     monitor = _Monitor(spec, server, fd)
     monitor.start()
