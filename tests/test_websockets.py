@@ -4,11 +4,14 @@ the protocol over real connections)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 import veter
 from veter.config import ServerConfig
-from veter.testing import TestClient
+from veter.testing import TestClient, WebSocketRejected
+from veter.testing_websocket import BINARY, CLOSE, TEXT, client_frame
 from veter.websockets import WebSocketDisconnect, WebSocketSettings
 
 KEY = "dGhlIHNhbXBsZSBub25jZQ=="
@@ -128,3 +131,78 @@ def test_close_codes_an_endpoint_may_not_send_are_refused() -> None:
     for code in (999, 1004, 1006, 1015, 2000, 5000):
         with pytest.raises(ValueError, match="not a close code"):
             protocol.close(code, "")
+
+
+class FakeTransport(asyncio.Transport):
+    """What the protocol calls on its transport, recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += data
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def test_async_for_steps_take_waiting_messages_park_and_end() -> None:
+    """`async for message in ws` runs on the core's `anext`: a waiting message is
+    answered at once, else a future is parked; the peer's close ends the loop."""
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        protocol = veter._core.WebSocketProtocol(WebSocketDisconnect, max_message=1024, max_queue=1024)
+        protocol._attach(FakeTransport(), client_frame(TEXT, b"one") + client_frame(BINARY, b"two"))
+        # Both messages wait: each step is already done.
+        assert await protocol.anext(loop.create_future) == "one"
+        assert await protocol.anext(loop.create_future) == b"two"
+        # None waits: the step parks a future, which the next message completes.
+        step = protocol.anext(loop.create_future)
+        assert isinstance(step, asyncio.Future) and not step.done()
+        with pytest.raises(TypeError, match="already waiting"):
+            protocol.anext(loop.create_future)
+        protocol.data_received(client_frame(TEXT, "drei ü".encode()))
+        assert await step == "drei ü"
+        # The peer's close ends a parked step, and every step after it.
+        step = protocol.anext(loop.create_future)
+        protocol.data_received(client_frame(CLOSE, b"\x03\xe8"))
+        with pytest.raises(StopAsyncIteration):
+            await step
+        with pytest.raises(StopAsyncIteration):
+            protocol.anext(loop.create_future)
+        # receive() still raises the disconnect, with the peer's code.
+        with pytest.raises(WebSocketDisconnect) as info:
+            protocol.receive(loop.create_future())
+        assert info.value.code == 1000
+
+    asyncio.run(scenario())
+
+
+def test_iterating_before_accept_is_refused() -> None:
+    app = veter.App()
+    seen: list[str] = []
+
+    @app.websocket("/early")
+    async def early(ws: veter.WebSocket) -> None:
+        try:
+            async for _ in ws:
+                pass
+        except RuntimeError as exc:
+            seen.append(str(exc))
+        await ws.close()
+
+    with TestClient(app) as client, pytest.raises(WebSocketRejected), client.websocket_connect("/early"):
+        pass
+    assert seen == ["accept() the WebSocket before receiving or sending"]

@@ -20,7 +20,7 @@ import base64
 import binascii
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
@@ -228,7 +228,8 @@ class WebSocket:
     async def send(self, data: str | bytes) -> None:
         """Send ``str`` as a text message, ``bytes`` as a binary one; waits while
         the client is behind (the transport above its high watermark)."""
-        self._require_accepted()
+        if not self._accepted:
+            self._require_accepted()
         if self._protocol.send(data):
             await self._drained()
 
@@ -252,16 +253,16 @@ class WebSocket:
         self._require_accepted()
         self._protocol.ping(data)
 
-    def __aiter__(self) -> AsyncIterator[str | bytes]:
-        return self._messages()
+    def __aiter__(self) -> WebSocket:
+        return self
 
-    async def _messages(self) -> AsyncIterator[str | bytes]:
-        while True:
-            try:
-                message = await self.receive()
-            except WebSocketDisconnect:
-                return
-            yield message
+    def __anext__(self) -> Awaitable[str | bytes]:
+        # No coroutine per message: the core answers with the message, or a
+        # future it parks, and ends the iteration (StopAsyncIteration) when the
+        # connection is closed, as ``receive()`` would raise WebSocketDisconnect.
+        if not self._accepted:
+            raise RuntimeError("accept() the WebSocket before receiving or sending")
+        return self._protocol.anext(self._loop.create_future)
 
     # -- closing -------------------------------------------------------------
 

@@ -31,7 +31,9 @@ pub mod frame;
 
 use std::collections::VecDeque;
 
+use pyo3::exceptions::PyStopAsyncIteration;
 use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
@@ -56,6 +58,15 @@ struct Deflate {
     unmasked: Vec<u8>,
     /// A message being compressed.
     packed: Vec<u8>,
+}
+
+/// The next message for `receive` or `anext`.
+enum Taken {
+    Message(Py<PyAny>),
+    /// None yet: this future was parked for it.
+    Parked(Py<PyAny>),
+    /// None will come.
+    Ended,
 }
 
 /// What to do with the transport once the connection is no longer borrowed.
@@ -87,6 +98,9 @@ pub struct WebSocketProtocol {
     inbox: VecDeque<(Py<PyAny>, usize)>,
     inbox_bytes: usize,
     receiver: Option<Py<PyAny>>,
+    /// The parked receiver is `async for`'s step: when no message will come it
+    /// gets `StopAsyncIteration` (iteration ends) instead of the disconnect.
+    receiver_stops: bool,
     drain_waiters: Vec<Py<PyAny>>,
     close_waiters: Vec<Py<PyAny>>,
     sent_close: bool,
@@ -347,9 +361,15 @@ impl WebSocketProtocol {
         self.utf8.reset();
         let size = self.message.len();
         let message = if kind == Opcode::Text {
-            // Checked above, piece by piece.
-            let text = std::str::from_utf8(&self.message).unwrap_or_default();
-            PyString::new(py, text).into_any().unbind()
+            // Checked above, piece by piece, so Python's decoding (which must read
+            // the bytes to build the str) is the only other pass over them.
+            PyString::from_bytes(py, &self.message)
+                .map_err(|_| frame::Failure {
+                    code: frame::INVALID_PAYLOAD,
+                    reason: "invalid UTF-8 in a text message",
+                })?
+                .into_any()
+                .unbind()
         } else {
             PyBytes::new(py, &self.message).into_any().unbind()
         };
@@ -403,8 +423,8 @@ impl WebSocketProtocol {
         if self.inbox.is_empty() {
             if let Some(waiter) = self.receiver.take() {
                 let waiter = waiter.bind(py);
-                if !waiter.call_method0("done")?.is_truthy()? {
-                    waiter.call_method1("set_result", (message,))?;
+                if !waiter.call_method0(intern!(py, "done"))?.is_truthy()? {
+                    waiter.call_method1(intern!(py, "set_result"), (message,))?;
                     self.handed = true;
                     return Ok(());
                 }
@@ -426,9 +446,13 @@ impl WebSocketProtocol {
         }
         if let Some(waiter) = self.receiver.take() {
             let waiter = waiter.bind(py);
-            if !waiter.call_method0("done")?.is_truthy()? {
-                waiter
-                    .call_method1("set_exception", (self.disconnect_error(py).into_value(py),))?;
+            if !waiter.call_method0(intern!(py, "done"))?.is_truthy()? {
+                let exc = if self.receiver_stops {
+                    PyStopAsyncIteration::new_err(()).into_value(py)
+                } else {
+                    self.disconnect_error(py).into_value(py)
+                };
+                waiter.call_method1(intern!(py, "set_exception"), (exc,))?;
             }
         }
         Ok(())
@@ -450,11 +474,11 @@ impl WebSocketProtocol {
             write.call1(py, (PyBytes::new(py, &fx.write),))?;
         }
         if fx.close {
-            transport.call_method0(py, "close")?;
+            transport.call_method0(py, intern!(py, "close"))?;
         } else if fx.pause_reading {
-            transport.call_method0(py, "pause_reading")?;
+            transport.call_method0(py, intern!(py, "pause_reading"))?;
         } else if fx.resume_reading {
-            transport.call_method0(py, "resume_reading")?;
+            transport.call_method0(py, intern!(py, "resume_reading"))?;
         }
         Ok(())
     }
@@ -471,11 +495,59 @@ impl WebSocketProtocol {
         Self::perform(slf, fx)
     }
 
+    /// What `receive` and `anext` share: takes the next waiting message, or
+    /// parks the future `park` makes (`stops`: it is `async for`'s), or says that
+    /// no message will come.
+    fn take_next<'py>(
+        slf: &Bound<'py, Self>,
+        park: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
+        stops: bool,
+    ) -> PyResult<Taken> {
+        let py = slf.py();
+        let mut fx = Effects::default();
+        let taken = {
+            let mut this = slf.borrow_mut();
+            this.handed = false;
+            if this.inbox.is_empty() {
+                if let Some(failure) = this.pending_failure.take() {
+                    this.fail_now(py, &mut fx, &failure)?;
+                }
+            }
+            if let Some((message, size)) = this.inbox.pop_front() {
+                this.inbox_bytes = this.inbox_bytes.saturating_sub(size);
+                if this.reading_paused && this.inbox_bytes <= this.max_queue / 2 && !this.ended() {
+                    this.reading_paused = false;
+                    fx.resume_reading = true;
+                }
+                Taken::Message(message)
+            } else if this.ended() {
+                Taken::Ended
+            } else {
+                let waiting = match &this.receiver {
+                    // A receive that was cancelled (a timeout) left its future done.
+                    Some(w) => !w.bind(py).call_method0(intern!(py, "done"))?.is_truthy()?,
+                    None => false,
+                };
+                if waiting {
+                    return Err(PyTypeError::new_err(
+                        "another task is already waiting in receive() on this WebSocket",
+                    ));
+                }
+                let future = park()?.unbind();
+                this.receiver = Some(future.clone_ref(py));
+                this.receiver_stops = stops;
+                Taken::Parked(future)
+            }
+        };
+        Self::perform(slf, fx)?;
+        Ok(taken)
+    }
+
     fn settle(py: Python<'_>, waiters: Vec<Py<PyAny>>) -> PyResult<()> {
         for waiter in waiters {
             let waiter = waiter.bind(py);
-            if !waiter.call_method0("done")?.is_truthy()? {
-                waiter.call_method1("set_result", (py.None(),))?;
+            if !waiter.call_method0(intern!(py, "done"))?.is_truthy()? {
+                waiter.call_method1(intern!(py, "set_result"), (py.None(),))?;
             }
         }
         Ok(())
@@ -530,6 +602,7 @@ impl WebSocketProtocol {
             inbox: VecDeque::new(),
             inbox_bytes: 0,
             receiver: None,
+            receiver_stops: false,
             drain_waiters: Vec::new(),
             close_waiters: Vec::new(),
             sent_close: false,
@@ -676,45 +749,23 @@ impl WebSocketProtocol {
     /// then gets the message or the disconnect. Raises the disconnect when the
     /// peer closed and every message before its close has been received.
     fn receive(slf: &Bound<'_, Self>, future: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
-        let py = slf.py();
-        let mut fx = Effects::default();
-        let result = {
-            let mut this = slf.borrow_mut();
-            this.handed = false;
-            if this.inbox.is_empty() {
-                if let Some(failure) = this.pending_failure.take() {
-                    this.fail_now(py, &mut fx, &failure)?;
-                }
-            }
-            if let Some((message, size)) = this.inbox.pop_front() {
-                this.inbox_bytes = this.inbox_bytes.saturating_sub(size);
-                if this.reading_paused && this.inbox_bytes <= this.max_queue / 2 && !this.ended() {
-                    this.reading_paused = false;
-                    fx.resume_reading = true;
-                }
-                Some(message)
-            } else if this.ended() {
-                let err = this.disconnect_error(py);
-                drop(this);
-                Self::perform(slf, fx)?;
-                return Err(err);
-            } else {
-                let waiting = match &this.receiver {
-                    // A receive that was cancelled (a timeout) left its future done.
-                    Some(w) => !w.bind(py).call_method0("done")?.is_truthy()?,
-                    None => false,
-                };
-                if waiting {
-                    return Err(PyTypeError::new_err(
-                        "another task is already waiting in receive() on this WebSocket",
-                    ));
-                }
-                this.receiver = Some(future.clone().unbind());
-                None
-            }
-        };
-        Self::perform(slf, fx)?;
-        Ok(result)
+        match Self::take_next(slf, || Ok(future.clone()), false)? {
+            Taken::Message(message) => Ok(Some(message)),
+            Taken::Parked(_) => Ok(None),
+            Taken::Ended => Err(slf.borrow().disconnect_error(slf.py())),
+        }
+    }
+
+    /// One step of `async for message in ws`: an awaitable of the next message
+    /// (already done when one is waiting, else a future made by `create_future`
+    /// and parked until it comes). Raises `StopAsyncIteration`, at once or through
+    /// the future, when no message will come.
+    fn anext(slf: &Bound<'_, Self>, create_future: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match Self::take_next(slf, || create_future.call0(), true)? {
+            Taken::Message(message) => Ok(crate::request::ready(slf.py(), message)?.into_any()),
+            Taken::Parked(future) => Ok(future),
+            Taken::Ended => Err(PyStopAsyncIteration::new_err(())),
+        }
     }
 
     /// Sends one message: `str` as text, `bytes` (or bytearray, memoryview) as
@@ -753,7 +804,10 @@ impl WebSocketProtocol {
         if let Some(t) = &this.transport {
             // A transport whose peer reset drops writes silently; report it now, so
             // a sender that never awaits does not spin.
-            if t.call_method0(py, "is_closing")?.is_truthy(py)? && !this.sent_close {
+            if t.call_method0(py, intern!(py, "is_closing"))?
+                .is_truthy(py)?
+                && !this.sent_close
+            {
                 return Err(this.disconnect_error(py));
             }
         }
@@ -807,7 +861,7 @@ impl WebSocketProtocol {
         let py = slf.py();
         let transport = slf.borrow().transport.as_ref().map(|t| t.clone_ref(py));
         if let Some(t) = transport {
-            t.call_method0(py, "abort")?;
+            t.call_method0(py, intern!(py, "abort"))?;
         }
         Ok(())
     }
@@ -817,7 +871,8 @@ impl WebSocketProtocol {
         if self.writing_paused && !self.lost {
             self.drain_waiters.push(future.clone().unbind());
         } else {
-            future.call_method1("set_result", (future.py().None(),))?;
+            let py = future.py();
+            future.call_method1(intern!(py, "set_result"), (py.None(),))?;
         }
         Ok(())
     }
@@ -825,7 +880,8 @@ impl WebSocketProtocol {
     /// Parks `future` until the connection is gone.
     fn wait_closed(&mut self, future: &Bound<'_, PyAny>) -> PyResult<()> {
         if self.lost {
-            future.call_method1("set_result", (future.py().None(),))?;
+            let py = future.py();
+            future.call_method1(intern!(py, "set_result"), (py.None(),))?;
         } else {
             self.close_waiters.push(future.clone().unbind());
         }
