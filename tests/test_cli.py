@@ -67,12 +67,15 @@ def test_negative_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch
 
 
 def test_workers_auto_counts_the_cpus_this_process_may_use() -> None:
-    from veter.cli import usable_cpus
+    from veter.supervisor import MasterConfig, usable_cpus
 
     assert usable_cpus() == len(os.sched_getaffinity(0))
+    assert MasterConfig(workers="auto").worker_count == usable_cpus()
+    assert MasterConfig(workers=3).worker_count == 3
     before = os.sched_getaffinity(0)
     try:
         os.sched_setaffinity(0, {min(before)})  # as taskset or a container's cpuset would
         assert usable_cpus() == 1
+        assert MasterConfig(workers="auto").worker_count == 1
     finally:
         os.sched_setaffinity(0, before)

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from veter.cli import MasterOptions, _layered, main
+from veter.cli import _layered, main
 from veter.config import ServerConfig
 from veter.settings import SettingsError, load, load_settings, read_config_file, sources_of
+from veter.supervisor import MasterConfig
 
 
-def layered(cwd: Path, environ: dict[str, str], flags: dict[str, object] | None = None) -> tuple[dict, dict]:
+def layered(cwd: Path, environ: dict[str, str], flags: dict[str, object] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     file = read_config_file(cwd, environ)
     loaded = load(
-        (ServerConfig, MasterOptions),
+        (ServerConfig, MasterConfig),
         file_values=file.server,
         file_label=file.label,
         env_prefix="VETER_",

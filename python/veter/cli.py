@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,24 +14,11 @@ import click
 from veter.binds import BindError
 from veter.config import ServerConfig
 from veter.importer import AppImportError, import_app
+from veter.supervisor.config import MasterConfig
 
 __all__ = ["main"]
 
 _DEFAULTS = ServerConfig()
-
-
-@dataclass(frozen=True)
-class MasterOptions:
-    """The master's options of ``veter run`` (layered like the server's settings)."""
-
-    workers: int | Literal["auto"] = 1
-    worker_timeout: float = 30.0
-    max_requests: int = 0
-    max_requests_jitter: int = 0
-    #: MiB.
-    max_rss: int = 0
-    max_lifetime: float = 0.0
-    reuse_port: bool = False
 
 
 def _load(ref: str) -> Any:
@@ -421,32 +408,18 @@ def run(
         except BindError as exc:
             raise click.ClickException(str(exc)) from None
 
-    from veter.supervisor import Master, MasterConfig
+    from veter.supervisor import Master
 
     # The master does not import the app (workers do, after the fork): settings
     # given to veter.App(...) apply in the workers; flags, environment and config
     # file apply everywhere, over them.
     config = _server_config(ServerConfig(), server_changes)
-    workers = master_options.workers
-    count = usable_cpus() if workers == "auto" else int(workers)
-    try:
-        master_config = MasterConfig(
-            workers=count,
-            worker_timeout=master_options.worker_timeout,
-            max_requests=master_options.max_requests,
-            max_requests_jitter=master_options.max_requests_jitter,
-            max_rss=master_options.max_rss * 2**20,
-            max_lifetime=master_options.max_lifetime,
-            reuse_port=master_options.reuse_port,
-        )
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
     if reload:
         from veter.supervisor.reload import start_reloader
 
         start_reloader(Path.cwd())
     try:
-        sys.exit(Master(app_ref, config, master_config, overrides=server_changes).run())
+        sys.exit(Master(app_ref, config, master_options, overrides=server_changes).run())
     except BindError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -463,7 +436,7 @@ def _flags(options: dict[str, Any], no_server_header: bool) -> dict[str, Any]:
     return flags
 
 
-def _layered(flags: dict[str, Any]) -> tuple[dict[str, Any], MasterOptions]:
+def _layered(flags: dict[str, Any]) -> tuple[dict[str, Any], MasterConfig]:
     """Server settings changed from their defaults, and the master's options, from
     the config file, the environment and ``flags``, each over the one before."""
     from veter.settings import ENV_PREFIX, SettingsError, load, read_config_file
@@ -471,7 +444,7 @@ def _layered(flags: dict[str, Any]) -> tuple[dict[str, Any], MasterOptions]:
     try:
         file = read_config_file()
         loaded = load(
-            (ServerConfig, MasterOptions),
+            (ServerConfig, MasterConfig),
             file_values=file.server,
             file_label=file.label,
             env_prefix=ENV_PREFIX,
@@ -480,22 +453,13 @@ def _layered(flags: dict[str, Any]) -> tuple[dict[str, Any], MasterOptions]:
         )
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
-    master_fields = {f.name for f in fields(MasterOptions)}
+    master_fields = {f.name for f in fields(MasterConfig)}
     server = {k: v for k, v in loaded.values.items() if k not in master_fields}
     try:
-        master = MasterOptions(**{k: v for k, v in loaded.values.items() if k in master_fields})
+        master = MasterConfig(**{k: v for k, v in loaded.values.items() if k in master_fields})
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     return server, master
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (a container's cpuset, taskset), not the
-    machine's: what ``--workers auto`` starts one worker for each of."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # no affinity API (macOS)
-        return os.cpu_count() or 1
 
 
 def _parse_workers(value: str) -> int | Literal["auto"]:
@@ -572,7 +536,7 @@ def config_command(app_ref: str) -> None:
         value = server_changes.get(name, getattr(app.config, name))
         from_app = getattr(app.config, name) != getattr(_DEFAULTS, name)
         rows.append((name, value, sources.get(name) or ("App(...)" if from_app else "default")))
-    for field in fields(MasterOptions):
+    for field in fields(MasterConfig):
         rows.append((field.name, getattr(master_options, field.name), sources.get(field.name, "default")))
     _print_rows("server", rows)
     for instance, app_sources in loaded_settings():
@@ -587,7 +551,7 @@ def _sources(flags: dict[str, Any]) -> dict[str, str]:
 
     file = read_config_file()
     loaded = load(
-        (ServerConfig, MasterOptions),
+        (ServerConfig, MasterConfig),
         file_values=file.server,
         file_label=file.label,
         env_prefix=ENV_PREFIX,

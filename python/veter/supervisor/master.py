@@ -39,9 +39,10 @@ from veter.binds import BindError, adopted, endpoints_for, listen_all, remove_un
 from veter.config import ServerConfig
 from veter.logs import reopen_all
 from veter.sockets import HANDSHAKE_GRACE, stop_handshakes
+from veter.supervisor.config import MasterConfig
 from veter.supervisor.worker import FATAL, HEARTBEAT, READY, RECYCLE, WorkerSpec, run_worker
 
-__all__ = ["Master", "MasterConfig"]
+__all__ = ["Master"]
 
 log = logging.getLogger("veter.master")
 
@@ -50,33 +51,6 @@ EXIT_STARTUP_FAILED = 3
 DUMP_GRACE = 0.5
 #: How often the log files are checked for rotation.
 ROTATION_CHECK_SECONDS = 0.1
-
-
-@dataclass(frozen=True)
-class MasterConfig:
-    workers: int = 1
-    #: Seconds without a heartbeat before a worker is dumped and replaced.
-    worker_timeout: float = 30.0
-    #: Recycle a worker after this many requests (0: never), plus up to jitter more.
-    max_requests: int = 0
-    max_requests_jitter: int = 0
-    #: Recycle a worker whose RSS passes this many bytes (0: never).
-    max_rss: int = 0
-    #: Recycle a worker alive for longer than this many seconds (0: never).
-    max_lifetime: float = 0.0
-    #: Each worker binds its own SO_REUSEPORT socket instead of sharing the master's.
-    reuse_port: bool = False
-
-    def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise ValueError("workers must be at least 1")
-        if not self.worker_timeout > 0:
-            raise ValueError("worker_timeout must be a positive number of seconds")
-        for name in ("max_requests", "max_requests_jitter", "max_rss"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0")
-        if self.max_lifetime < 0:
-            raise ValueError("max_lifetime must be >= 0")
 
 
 @dataclass
@@ -106,7 +80,7 @@ class Master:
         self.server = server
         self.overrides = dict(overrides or {})
         self.config = config
-        self.target = config.workers
+        self.target = config.worker_count
         self.workers: dict[int, _Worker] = {}
         #: The listening sockets the workers share (none with reuse_port).
         self.socks: list[socket.socket] = []
@@ -445,7 +419,7 @@ class Master:
             heartbeat_interval=min(1.0, self.config.worker_timeout / 4),
             max_requests=self.config.max_requests,
             max_requests_jitter=self.config.max_requests_jitter,
-            max_rss=self.config.max_rss,
+            max_rss=self.config.max_rss * 2**20,
             max_lifetime=self.config.max_lifetime,
             reuse_port_at=self._reuse_binds or None,
         )
