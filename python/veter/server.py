@@ -23,10 +23,9 @@ import signal
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from veter import _core, metrics
-from veter.app import App
 from veter.binds import adopted, listen_all, remove_unix_file, url_of
 from veter.concurrency import configure_thread_pool, shutdown_thread_pool
 from veter.config import ServerConfig
@@ -37,6 +36,11 @@ from veter.logs import configure as configure_logs
 from veter.loops import loop_factory
 from veter.sockets import HANDSHAKE_GRACE, stop_handshakes
 from veter.tls import context_for
+
+if TYPE_CHECKING:
+    # The app depends on the server only to run itself (App.run); the server needs
+    # just its type.
+    from veter.app import App
 
 __all__ = ["Server", "run"]
 
