@@ -8,7 +8,7 @@ docs/websockets.md. Reports land in ``.autobahn-reports/`` (or
 
 Autobahn's verdicts: OK, NON-STRICT (allowed, but not what a strict peer does),
 INFORMATIONAL, UNIMPLEMENTED (an extension veter does not offer), FAILED. The
-test fails on any FAILED case.
+test fails on any case that is not OK or INFORMATIONAL.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ SUBSET = ["1.*", "2.*", "3.*", "4.*", "5.*", "6.*", "7.*", "10.*", "12.*", "13.*
 # 40 s, where all 18 cases of each group take eight minutes. Autobahn matches patterns
 # as unanchored prefixes, so "12.*.1" alone would also take 12.1.10 to 12.1.18.
 SUBSET_EXCLUDES = [f"{group}.*.{case}" for group in (12, 13) for case in (7, 8, 9, 10, *range(12, 19))]
-PASSING = {"OK", "NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED"}
+# Issue 17: every case OK or INFORMATIONAL; NON-STRICT and UNIMPLEMENTED fail too.
+PASSING = {"OK", "INFORMATIONAL"}
 
 Serve = Callable[..., RunningServer]
 
@@ -101,4 +102,4 @@ def test_autobahn_fuzzing_client(serve: Serve, tmp_path: Path) -> None:
     summary = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
     print(f"Autobahn: {len(results)} cases: {summary}")
     assert results, "Autobahn ran no case"
-    assert not failed, f"failed cases: {failed} ({summary})"
+    assert not failed, f"cases not OK or INFORMATIONAL: {failed} ({summary})"
