@@ -10,7 +10,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYO3_PYTHON := $(abspath $(PY))
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: run test build lint rust-test py-test wheels wheel-test py-versions fuzz-ci bench clean
+.PHONY: run test build lint rust-test py-test wheels wheel-test py-versions fuzz-ci bench clean docs-settings
 
 # Other supported Pythons the tests also run on (found under pyenv or on PATH).
 EXTRA_PYTHONS ?= 3.12 3.13
@@ -67,6 +67,10 @@ lint: build
 
 py-test: build
 	$(PY) -m pytest -q
+
+# docs/settings.md is made from the settings' declarations (tests/test_options.py checks it).
+docs-settings: build
+	$(PY) -c "from veter.cli import settings_page; print(settings_page(), end='')" > docs/settings.md
 
 # Each extra Python gets its own venv and target dir, so switching costs no rebuild.
 # Tests marked slow (deploy behind nginx, Autobahn) run on the first Python only.

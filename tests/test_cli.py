@@ -55,12 +55,8 @@ def test_negative_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("VETER_WS_DEFLATE", "true")
     monkeypatch.setenv("VETER_PROXY_HEADERS", "false")
     context = run.make_context("run", ["app:app", "--no-ws-deflate", "--proxy-headers"])
-    options = {
-        k: v
-        for k, v in context.params.items()
-        if k not in ("app_ref", "no_server_header", "no_request_id", "single_process", "reload")
-    }
-    server, master = _layered(flags_of(options, no_server_header=False))
+    options = {k: v for k, v in context.params.items() if k not in ("app_ref", "single_process", "reload")}
+    server, master = _layered(flags_of(options))
     assert server["ws_deflate"] is False
     assert server["proxy_headers"] is True
     assert master.reuse_port is False  # a plain flag left out stays at its default

@@ -18,7 +18,7 @@ def test_defaults_are_documented_values() -> None:
         ("max_header_count", 0, "max_header_count must be at least 1"),
         ("max_body_bytes", -1, "max_body_bytes must be >= 0"),
         ("keepalive_timeout", 0, "keepalive_timeout must be a positive"),
-        ("port", 70000, "port must be 0-65535"),
+        ("port", 70000, "port must be 0 to 65535, got 70000"),
         ("loop", "trio", "loop must be auto, uvloop or asyncio"),
     ],
 )

@@ -16,7 +16,9 @@ from veter.settings import SettingsError, load, load_settings, read_config_file,
 from veter.supervisor import MasterConfig
 
 
-def layered(cwd: Path, environ: dict[str, str], flags: dict[str, object] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+def layered(
+    cwd: Path, environ: dict[str, str], flags: dict[str, object] | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
     file = read_config_file(cwd, environ)
     loaded = load(
         (ServerConfig, MasterConfig),

@@ -14,6 +14,7 @@ import click
 from veter.binds import BindError
 from veter.config import ServerConfig
 from veter.importer import AppImportError, import_app
+from veter.options import click_options, none_flags, reference
 from veter.supervisor.config import MasterConfig
 
 __all__ = ["main"]
@@ -40,347 +41,13 @@ def main() -> None:
 
 @main.command()
 @click.argument("app_ref", metavar="MODULE:APP")
-@click.option("--host", default=None, help=f"Interface to bind [default: {_DEFAULTS.host}].")
-@click.option("--port", type=int, default=None, help=f"Port to bind [default: {_DEFAULTS.port}].")
-@click.option(
-    "--bind",
-    multiple=True,
-    default=None,
-    help="Listen here instead of --host/--port; repeat for several: HOST:PORT, [IPV6]:PORT, "
-    "unix:PATH or fd://N.",
-)
-@click.option("--uds", default=None, help="Listen on this Unix socket path instead of --host/--port.")
-@click.option(
-    "--uds-mode",
-    default=None,
-    help=f"Permissions of the Unix socket file, octal [default: {_DEFAULTS.uds_mode}].",
-)
-@click.option(
-    "--fd",
-    type=int,
-    default=None,
-    help="Serve this inherited listening socket descriptor instead of --host/--port "
-    "(systemd's LISTEN_FDS are used without it).",
-)
-@click.option(
-    "--loop",
-    type=click.Choice(["auto", "uvloop", "asyncio"]),
-    default=None,
-    help="Event loop [default: auto].",
-)
-@click.option("--backlog", type=int, default=None, help=f"listen(2) backlog [default: {_DEFAULTS.backlog}].")
-@click.option(
-    "--keepalive-timeout",
-    type=float,
-    default=None,
-    help=f"Idle keep-alive seconds [default: {_DEFAULTS.keepalive_timeout}].",
-)
-@click.option(
-    "--graceful-timeout",
-    type=float,
-    default=None,
-    help=f"Drain seconds on SIGTERM [default: {_DEFAULTS.graceful_timeout}].",
-)
-@click.option(
-    "--header-timeout",
-    type=float,
-    default=None,
-    help=f"Seconds to receive a request head (408 after) [default: {_DEFAULTS.header_timeout}].",
-)
-@click.option(
-    "--body-timeout",
-    type=float,
-    default=None,
-    help=f"Seconds of silence inside a request body (408 after) [default: {_DEFAULTS.body_timeout}].",
-)
-@click.option(
-    "--write-timeout",
-    type=float,
-    default=None,
-    help=f"Seconds a client may leave its response unread [default: {_DEFAULTS.write_timeout}].",
-)
-@click.option(
-    "--request-timeout",
-    type=float,
-    default=None,
-    help=f"Handler deadline in seconds, 504 after it (0: none) [default: {_DEFAULTS.request_timeout}].",
-)
-@click.option(
-    "--max-concurrency",
-    type=int,
-    default=None,
-    help=f"Handlers in flight per worker; above it reading pauses (0: no cap) [default: {_DEFAULTS.max_concurrency}].",
-)
-@click.option(
-    "--max-connections",
-    type=int,
-    default=None,
-    help=f"Connections served at once per worker (0: no cap) [default: {_DEFAULTS.max_connections}].",
-)
-@click.option(
-    "--queue-timeout",
-    type=float,
-    default=None,
-    help=f"Seconds a request may wait for its handler; later ones get 503 (0: off) [default: {_DEFAULTS.queue_timeout}].",
-)
-@click.option(
-    "--lag-threshold",
-    type=float,
-    default=None,
-    help=f"Warn when the loop is blocked this many seconds (0: off) [default: {_DEFAULTS.lag_threshold}].",
-)
-@click.option("--server-header", default=None, help="Server header value [default: veter].")
-@click.option("--no-server-header", is_flag=True, help="Send no Server header.")
-@click.option(
-    "--max-start-line",
-    type=int,
-    default=None,
-    help=f"Request line limit, bytes [default: {_DEFAULTS.max_start_line}].",
-)
-@click.option(
-    "--max-header-count",
-    type=int,
-    default=None,
-    help=f"Header count limit [default: {_DEFAULTS.max_header_count}].",
-)
-@click.option(
-    "--max-header-bytes",
-    type=int,
-    default=None,
-    help=f"Header bytes limit [default: {_DEFAULTS.max_header_bytes}].",
-)
-@click.option(
-    "--max-body-bytes",
-    type=int,
-    default=None,
-    help=f"Body size limit, bytes [default: {_DEFAULTS.max_body_bytes}].",
-)
-@click.option(
-    "--max-chunk-ext-bytes",
-    type=int,
-    default=None,
-    help=f"Chunk extension bytes per chunk line [default: {_DEFAULTS.max_chunk_ext_bytes}].",
-)
-@click.option(
-    "--max-trailer-bytes",
-    type=int,
-    default=None,
-    help=f"Trailer bytes after a chunked body [default: {_DEFAULTS.max_trailer_bytes}].",
-)
-@click.option(
-    "--max-chunk-count",
-    type=int,
-    default=None,
-    help=f"Chunks per chunked body [default: {_DEFAULTS.max_chunk_count}].",
-)
-@click.option(
-    "--max-pipelined",
-    type=int,
-    default=None,
-    help=f"Handlers in flight per connection [default: {_DEFAULTS.max_pipelined}].",
-)
-@click.option(
-    "--max-threads",
-    type=int,
-    default=None,
-    help=f"Thread pool for blocking handlers [default: {_DEFAULTS.max_threads}].",
-)
-@click.option("--ssl-certfile", default=None, help="TLS certificate chain (PEM): serve HTTPS [default: off].")
-@click.option("--ssl-keyfile", default=None, help="TLS private key (PEM).")
-@click.option("--ssl-keyfile-password", default=None, help="Password of an encrypted --ssl-keyfile.")
-@click.option(
-    "--metrics-path",
-    default=None,
-    help="Serve Prometheus metrics at this path, e.g. /metrics [default: off].",
-)
-@click.option(
-    "--request-id-header",
-    default=None,
-    help=f"Header carrying the request id, in and out [default: {_DEFAULTS.request_id_header}].",
-)
-@click.option("--no-request-id", is_flag=True, help="No request ids (nothing echoed, none in logs).")
-@click.option(
-    "--access-log",
-    default=None,
-    metavar="DEST",
-    help="Access log: '-' for stdout, a file path, or 'off' [default: -].",
-)
-@click.option(
-    "--access-log-format",
-    default=None,
-    help="Access log format: text, json, or a template of {fields} [default: text].",
-)
-@click.option(
-    "--access-log-health", is_flag=True, default=None, help="Also log health probes (/healthz, /readyz)."
-)
-@click.option(
-    "--log-buffer-bytes",
-    type=int,
-    default=None,
-    help=f"Access log bytes buffered per worker before a write [default: {_DEFAULTS.log_buffer_bytes}].",
-)
-@click.option(
-    "--log-flush-interval",
-    type=float,
-    default=None,
-    help=f"Seconds an access log line may wait in the buffer (0: end of its loop iteration) [default: {_DEFAULTS.log_flush_interval}].",
-)
-@click.option("--log-file", default=None, help="Application log file [default: stderr].")
-@click.option(
-    "--log-format",
-    type=click.Choice(["text", "json"]),
-    default=None,
-    help="Application log format [default: text].",
-)
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error", "critical"], case_sensitive=False),
-    default=None,
-    help="Application log level [default: info].",
-)
-@click.option(
-    "--log-max-bytes",
-    type=int,
-    default=None,
-    help="Rotate log files when one passes this many bytes (0: never) [default: 0].",
-)
-@click.option(
-    "--log-rotate-interval",
-    type=float,
-    default=None,
-    help="Rotate log files every this many seconds (0: never) [default: 0].",
-)
-@click.option(
-    "--log-backups",
-    type=int,
-    default=None,
-    help=f"Rotated log files kept [default: {_DEFAULTS.log_backups}].",
-)
-@click.option(
-    "--ws-max-message-size",
-    type=int,
-    default=None,
-    help=f"Largest WebSocket message accepted, in bytes [default: {_DEFAULTS.ws_max_message_size}].",
-)
-@click.option(
-    "--ws-max-queue",
-    type=int,
-    default=None,
-    help=f"Received WebSocket bytes held before reading pauses [default: {_DEFAULTS.ws_max_queue}].",
-)
-@click.option(
-    "--ws-ping-interval",
-    type=float,
-    default=None,
-    help=f"Seconds between WebSocket keep-alive pings (0: none) [default: {_DEFAULTS.ws_ping_interval}].",
-)
-@click.option(
-    "--ws-ping-timeout",
-    type=float,
-    default=None,
-    help=f"Seconds a WebSocket ping waits for its pong [default: {_DEFAULTS.ws_ping_timeout}].",
-)
-@click.option(
-    "--ws-close-timeout",
-    type=float,
-    default=None,
-    help=f"Seconds a WebSocket close waits for the peer's [default: {_DEFAULTS.ws_close_timeout}].",
-)
-@click.option(
-    "--ws-deflate/--no-ws-deflate",
-    default=None,
-    help=f"Agree to permessage-deflate when a WebSocket client offers it [default: {_DEFAULTS.ws_deflate}].",
-)
-@click.option(
-    "--ws-deflate-window-bits",
-    type=int,
-    default=None,
-    help=f"Largest WebSocket compression window, 9-15 [default: {_DEFAULTS.ws_deflate_window_bits}].",
-)
-@click.option(
-    "--ws-deflate-level",
-    type=int,
-    default=None,
-    help=f"zlib level of WebSocket compression, 1-9 [default: {_DEFAULTS.ws_deflate_level}].",
-)
-@click.option(
-    "--ws-deflate-min-size",
-    type=int,
-    default=None,
-    help=f"Smallest WebSocket message sent compressed, in bytes [default: {_DEFAULTS.ws_deflate_min_size}].",
-)
-@click.option(
-    "--drain-delay",
-    type=float,
-    default=None,
-    help="Seconds a stopping instance keeps serving, /readyz answering 503, before it drains "
-    f"(Kubernetes: endpoints stop sending it traffic first) [default: {_DEFAULTS.drain_delay}].",
-)
-@click.option(
-    "--proxy-headers/--no-proxy-headers",
-    default=None,
-    help="Take the client's address, scheme and host from X-Forwarded-* and Forwarded headers "
-    f"sent by a trusted proxy (--forwarded-allow-ips) [default: {_DEFAULTS.proxy_headers}].",
-)
-@click.option(
-    "--forwarded-allow-ips",
-    default=None,
-    help="Comma-separated addresses and CIDR networks of trusted proxies; 'unix' for the Unix "
-    f"socket, '*' for anyone [default: {_DEFAULTS.forwarded_allow_ips}].",
-)
-@click.option(
-    "--workers",
-    default=None,
-    help="Worker processes, or 'auto' for one per CPU this process may use [default: 1].",
-)
+@click_options(ServerConfig)
+@click_options(MasterConfig)
 @click.option("--single-process", is_flag=True, help="Serve in this process, without a master (debugging).")
-@click.option(
-    "--worker-timeout",
-    type=float,
-    default=None,
-    help="Seconds a worker's loop may stall before it is dumped and replaced [default: 30.0].",
-)
-@click.option(
-    "--max-requests",
-    type=int,
-    default=None,
-    help="Recycle a worker after this many requests (0: never) [default: 0].",
-)
-@click.option(
-    "--max-requests-jitter",
-    type=int,
-    default=None,
-    help="Up to this many more requests, per worker, so they do not recycle together [default: 0].",
-)
-@click.option(
-    "--max-rss",
-    type=int,
-    default=None,
-    help="Recycle a worker whose resident memory passes this many MiB (0: never) [default: 0].",
-)
-@click.option(
-    "--max-lifetime",
-    type=float,
-    default=None,
-    help="Recycle a worker after this many seconds (0: never) [default: 0].",
-)
 @click.option(
     "--reload", is_flag=True, help="Restart workers when Python files under the current directory change."
 )
-@click.option(
-    "--reuse-port",
-    is_flag=True,
-    default=None,
-    help="Each worker binds its own SO_REUSEPORT socket instead of sharing one.",
-)
-def run(
-    app_ref: str,
-    no_server_header: bool,
-    no_request_id: bool,
-    single_process: bool,
-    reload: bool,
-    **options: Any,
-) -> None:
+def run(app_ref: str, single_process: bool, reload: bool, **options: Any) -> None:
     """Serve MODULE:APP until SIGINT or SIGTERM.
 
     By default a master process supervises --workers worker processes that share
@@ -389,9 +56,7 @@ def run(
     """
     from veter.server import configure_logging
 
-    flags = _flags(options, no_server_header)
-    if no_request_id:
-        flags["request_id_header"] = None
+    flags = _flags(options)
     server_changes, master_options = _layered(flags)
     try:
         logging_config = ServerConfig().with_(**server_changes)
@@ -424,15 +89,17 @@ def run(
         raise click.ClickException(str(exc)) from None
 
 
-def _flags(options: dict[str, Any], no_server_header: bool) -> dict[str, Any]:
-    """The options given on the command line (click leaves the others None)."""
+def _flags(options: dict[str, Any]) -> dict[str, Any]:
+    """The settings given on the command line (click leaves the others None)."""
+    options = dict(options)
+    chosen_none = [name for name, param in none_flags(ServerConfig).items() if options.pop(param, False)]
     # Absent options are None (plain flags too: default=None), so a False here was
     # asked for (--no-ws-deflate) and overrides the environment and config file.
     flags = {k: v for k, v in options.items() if v is not None and v != ()}
     if "workers" in flags:
         flags["workers"] = _parse_workers(flags["workers"])
-    if no_server_header:
-        flags["server_header"] = None
+    for name in chosen_none:  # --no-server-header, --no-request-id
+        flags[name] = None
     return flags
 
 
@@ -597,3 +264,29 @@ def profile(pid: int, duration: float, rate: int, output: Path) -> None:
     for failed, why in recording.failed.items():
         click.echo(f"warning: process {failed} was not recorded: {why}", err=True)
     click.echo(f"wrote {output} ({recording.samples} samples)")
+
+
+def settings_page() -> str:
+    """docs/settings.md, whole (``make docs-settings`` writes it)."""
+    return f"""# Settings reference
+
+Every setting of `veter run`, made from its one declaration (`python/veter/config.py`
+for the server, `python/veter/supervisor/config.py` for the master, through
+`veter.options.setting`); `make docs-settings` writes this page and
+`tests/test_options.py` fails when it is out of date. How the sources
+layer (flag, then `VETER_<NAME>`, then `veter.toml` or `[tool.veter]`, then the
+app's `App(...)` keywords, then these defaults) is in [guide.md](guide.md),
+"Settings". A setting whose default is "off" is set to nothing with `none` (or an
+empty value) in the environment; `access_log`, `request_id_header` and
+`metrics_path` also take `off`, from anywhere.
+
+## Server
+
+Also keywords of `veter.App(...)` and fields of `veter.config.ServerConfig`.
+
+{reference(ServerConfig)}
+## Master
+
+Read by `veter run` only (the master process; `--single-process` has none).
+
+{reference(MasterConfig)}"""

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from veter.binds import parse as parse_bind
+from veter.options import check, setting
 
 __all__ = ["ServerConfig"]
 
@@ -16,196 +17,188 @@ LogFormat = Literal["text", "json"]
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """How a veter server listens and what it accepts. See docs/guide.md, "Limits"."""
+    """How a veter server listens and what it accepts: every setting declared once
+    (``veter.options``); docs/settings.md is the table made from these lines."""
 
-    host: str = "127.0.0.1"
-    port: int = 8000
-    #: Listen on these instead of host:port: "HOST:PORT", "[IPV6]:PORT", "unix:PATH", "fd://N".
-    bind: tuple[str, ...] = ()
-    #: Listen on this Unix socket path instead of host:port (with fd and systemd's sockets, if any).
-    uds: str | None = None
-    #: Permissions of the Unix socket file, octal.
-    uds_mode: str = "0660"
-    #: Serve an inherited listening socket (its descriptor number) instead of host:port.
-    fd: int | None = None
-    #: Event loop: uvloop when installed ("auto"), or force one.
-    loop: LoopName = "auto"
-    #: Listen backlog passed to listen(2).
-    backlog: int = 2048
-    #: Seconds an idle keep-alive connection stays open (checked once a second).
-    keepalive_timeout: float = 5.0
-    #: Seconds from the first byte of a request head to its end (slowloris); 408 after it.
-    header_timeout: float = 10.0
-    #: Seconds of silence allowed while a request body is incomplete; 408 after it.
-    body_timeout: float = 30.0
-    #: Seconds a client may leave the response buffer full (not reading) before it is dropped.
-    write_timeout: float = 30.0
-    #: A handler's deadline in seconds (0: none): its task is cancelled and the client gets 504.
-    request_timeout: float = 60.0
-    #: Handlers in flight per worker (0: no cap); above it the worker stops reading new requests.
-    max_concurrency: int = 0
-    #: Connections one worker serves at once (0: no cap); more are accepted but not read until one closes.
-    max_connections: int = 0
-    #: Seconds a request may wait before its handler starts (0: off); later ones get 503 + Retry-After.
-    queue_timeout: float = 0.0
-    #: Warn (naming the route and its stack) when the event loop is blocked this long (0: off).
-    lag_threshold: float = 0.25
-    #: Seconds SIGTERM/SIGINT waits for in-flight requests before closing connections.
-    graceful_timeout: float = 30.0
-    #: Believe X-Forwarded-For/-Proto/-Host and Forwarded from trusted proxies (docs/deploy.md).
-    proxy_headers: bool = False
-    #: Trusted proxies: comma-separated addresses and CIDR networks, "unix" for the Unix socket, "*" for any.
-    forwarded_allow_ips: str = "127.0.0.1,unix"
-    #: Seconds a stopping instance keeps serving, /readyz answering 503 and every answer closing its
-    #: connection, before it drains (so a load balancer stops sending it traffic first; 0: off).
-    drain_delay: float = 0.0
-    #: Value of the Server header; None sends no Server header.
-    server_header: str | None = "veter"
-    #: Longest request line in bytes (414 above it).
-    max_start_line: int = 8192
-    #: Most header fields in a request (431 above it).
-    max_header_count: int = 100
-    #: Most bytes of header fields in a request (431 above it).
-    max_header_bytes: int = 16384
-    #: Largest request body in bytes, after chunked decoding (413 above it).
-    max_body_bytes: int = 10 * 1024 * 1024
-    #: Most bytes of extensions on one chunk-size line (400 above it).
-    max_chunk_ext_bytes: int = 1024
-    #: Most bytes of trailer fields after a chunked body; 0 refuses any (431 above it).
-    max_trailer_bytes: int = 16384
-    #: Most chunks in one chunked body, the last one included (413 above it).
-    max_chunk_count: int = 16384
-    #: Handlers of one connection in flight at once; further pipelined requests wait unread.
-    max_pipelined: int = 64
-    #: Threads for blocking=True routes and run_in_thread.
-    max_threads: int = 40
-    #: TLS certificate chain (PEM); with ssl_keyfile, the server speaks HTTPS.
-    ssl_certfile: str | None = None
-    #: TLS private key (PEM); may be the certfile itself when it holds both.
-    ssl_keyfile: str | None = None
-    #: Password of an encrypted ssl_keyfile.
-    ssl_keyfile_password: str | None = None
-    #: Serve Prometheus metrics at this path (e.g. "/metrics"); None: off.
-    metrics_path: str | None = None
-    #: Header carrying the request id, in and out; None turns request ids off.
-    request_id_header: str | None = "X-Request-ID"
-    #: Access log destination: "-" for stdout, a file path, or None for off.
-    access_log: str | None = "-"
-    #: Access log format: "text", "json", or a template of {fields} (docs/toolkit.md).
-    access_log_format: str = "text"
-    #: Whether health probes (/healthz, /readyz) appear in the access log.
-    access_log_health: bool = False
-    #: Bytes of access log lines a worker buffers before writing them at once.
-    log_buffer_bytes: int = 65536
-    #: Seconds a buffered access log line may wait before it is written (0: at the end of its loop iteration).
-    log_flush_interval: float = 0.05
-    #: Application log destination: None for stderr, or a file path.
-    log_file: str | None = None
-    #: Application log format.
-    log_format: LogFormat = "text"
-    #: Application log level (debug, info, warning, error, critical).
-    log_level: str = "info"
-    #: Rotate log files (access log and log_file) when one passes this many bytes (0: never).
-    log_max_bytes: int = 0
-    #: Rotate log files every this many seconds (0: never).
-    log_rotate_interval: float = 0.0
-    #: Rotated files kept (name.1 is the newest); older ones are deleted.
-    log_backups: int = 7
-    #: Largest WebSocket message accepted, in bytes (a bigger one closes with 1009).
-    ws_max_message_size: int = 1024 * 1024
-    #: Bytes of received WebSocket messages a connection holds before it stops reading.
-    ws_max_queue: int = 4 * 1024 * 1024
-    #: Seconds between keep-alive pings on a quiet WebSocket (0: no pings).
-    ws_ping_interval: float = 20.0
-    #: Seconds a ping waits for its pong before the connection is closed (1011).
-    ws_ping_timeout: float = 20.0
-    #: Seconds close() waits for the peer's close frame before dropping the connection.
-    ws_close_timeout: float = 5.0
-    #: Agree to permessage-deflate (RFC 7692) when a WebSocket client offers it.
-    ws_deflate: bool = True
-    #: The server's largest WebSocket compression window, 9-15 (2**bits bytes; zlib
-    #: also keeps 128 KiB of state per compressing connection).
-    ws_deflate_window_bits: int = 12
-    #: zlib level of WebSocket compression, 1 (fastest) to 9 (smallest).
-    ws_deflate_level: int = 1
-    #: WebSocket messages shorter than this many bytes are sent uncompressed.
-    ws_deflate_min_size: int = 128
+    host: str = setting("127.0.0.1", "Interface to bind (:: for IPv6).")
+    port: int = setting(8000, "Port to bind (0: any free port).", ge=0, le=65535)
+    bind: tuple[str, ...] = setting(
+        (),
+        "Listen here instead of host:port; repeat for several: HOST:PORT, [IPV6]:PORT, unix:PATH or fd://N.",
+    )
+    uds: str | None = setting(None, "Listen on this Unix socket path instead of host:port.")
+    uds_mode: str = setting("0660", "Permissions of the Unix socket file, octal.")
+    fd: int | None = setting(
+        None,
+        "Serve this inherited listening socket descriptor instead of host:port "
+        "(systemd's LISTEN_FDS are used without it).",
+        ge=0,
+    )
+    loop: LoopName = setting("auto", "Event loop: uvloop when installed (auto), or force one.")
+    backlog: int = setting(2048, "Listen backlog passed to listen(2).", ge=1)
+    keepalive_timeout: float = setting(5.0, "Seconds an idle keep-alive connection stays open.", gt=0)
+    header_timeout: float = setting(
+        10.0, "Seconds from the first byte of a request head to its end (slowloris); 408 after it.", gt=0
+    )
+    body_timeout: float = setting(
+        30.0, "Seconds of silence allowed while a request body is incomplete; 408 after it.", gt=0
+    )
+    write_timeout: float = setting(
+        30.0, "Seconds a client may leave the response buffer full (not reading) before it is dropped.", gt=0
+    )
+    request_timeout: float = setting(
+        60.0,
+        "A handler's deadline in seconds: its task is cancelled and the client gets 504 (0: none).",
+        ge=0,
+    )
+    max_concurrency: int = setting(
+        0, "Handlers in flight per worker; above it the worker stops reading new requests (0: no cap).", ge=0
+    )
+    max_connections: int = setting(
+        0, "Connections one worker serves at once; more wait unread until one closes (0: no cap).", ge=0
+    )
+    queue_timeout: float = setting(
+        0.0,
+        "Seconds a request may wait before its handler starts; later ones get 503 + Retry-After (0: off).",
+        ge=0,
+    )
+    lag_threshold: float = setting(
+        0.25, "Warn, naming the route and its stack, when the event loop is blocked this long (0: off).", ge=0
+    )
+    graceful_timeout: float = setting(
+        30.0, "Seconds SIGTERM/SIGINT waits for in-flight requests before closing connections.", gt=0
+    )
+    proxy_headers: bool = setting(
+        False,
+        "Take the client's address, scheme and host from X-Forwarded-* and Forwarded headers "
+        "sent by a trusted proxy (forwarded_allow_ips; docs/deploy.md).",
+    )
+    forwarded_allow_ips: str = setting(
+        "127.0.0.1,unix",
+        "Trusted proxies: comma-separated addresses and CIDR networks, 'unix' for the Unix socket, '*' for any.",
+    )
+    drain_delay: float = setting(
+        0.0,
+        "Seconds a stopping instance keeps serving, /readyz answering 503 and every answer closing its "
+        "connection, before it drains (a load balancer stops sending it traffic first; 0: off).",
+        ge=0,
+        le=3600,
+    )
+    server_header: str | None = setting(
+        "veter", "Value of the Server header.", none_flag=("--no-server-header", "Send no Server header.")
+    )
+    max_start_line: int = setting(8192, "Longest request line in bytes (414 above it).", ge=1)
+    max_header_count: int = setting(100, "Most header fields in a request (431 above it).", ge=1)
+    max_header_bytes: int = setting(16384, "Most bytes of header fields in a request (431 above it).", ge=1)
+    max_body_bytes: int = setting(
+        10 * 1024 * 1024, "Largest request body in bytes, after chunked decoding (413 above it).", ge=0
+    )
+    max_chunk_ext_bytes: int = setting(
+        1024, "Most bytes of extensions on one chunk-size line (400 above it).", ge=0
+    )
+    max_trailer_bytes: int = setting(
+        16384, "Most bytes of trailer fields after a chunked body; 0 refuses any (431 above it).", ge=0
+    )
+    max_chunk_count: int = setting(
+        16384, "Most chunks in one chunked body, the last one included (413 above it).", ge=1
+    )
+    max_pipelined: int = setting(
+        64, "Handlers of one connection in flight at once; further pipelined requests wait unread.", ge=1
+    )
+    max_threads: int = setting(40, "Threads for blocking=True routes and run_in_thread.", ge=1)
+    ssl_certfile: str | None = setting(
+        None, "TLS certificate chain (PEM); with ssl_keyfile, the server speaks HTTPS."
+    )
+    ssl_keyfile: str | None = setting(
+        None, "TLS private key (PEM); may be the certfile itself when it holds both."
+    )
+    ssl_keyfile_password: str | None = setting(None, "Password of an encrypted ssl_keyfile.")
+    metrics_path: str | None = setting(
+        None, "Serve Prometheus metrics at this path (e.g. /metrics); 'off': none."
+    )
+    request_id_header: str | None = setting(
+        "X-Request-ID",
+        "Header carrying the request id, in and out; 'off' turns request ids off.",
+        none_flag=("--no-request-id", "No request ids (nothing echoed, none in logs)."),
+    )
+    access_log: str | None = setting(
+        "-",
+        "Access log destination: '-' for stdout, a file path, or 'off'.",
+        metavar="DEST",
+        shown_default="-",
+    )
+    access_log_format: str = setting(
+        "text", "Access log format: text, json, or a template of {fields} (docs/toolkit.md)."
+    )
+    access_log_health: bool = setting(
+        False, "Whether health probes (/healthz, /readyz) appear in the access log."
+    )
+    log_buffer_bytes: int = setting(
+        65536, "Bytes of access log lines a worker buffers before writing them at once.", ge=1
+    )
+    log_flush_interval: float = setting(
+        0.05,
+        "Seconds a buffered access log line may wait before it is written (0: at the end of its loop iteration).",
+        ge=0,
+        le=60,
+    )
+    log_file: str | None = setting(None, "Application log file (off: stderr).")
+    log_format: LogFormat = setting("text", "Application log format.")
+    log_level: str = setting(
+        "info",
+        "Application log level.",
+        choices=("debug", "info", "warning", "error", "critical"),
+        case_insensitive=True,
+    )
+    log_max_bytes: int = setting(
+        0, "Rotate log files (access log and log_file) when one passes this many bytes (0: never).", ge=0
+    )
+    log_rotate_interval: float = setting(0.0, "Rotate log files every this many seconds (0: never).", ge=0)
+    log_backups: int = setting(7, "Rotated files kept (name.1 is the newest); older ones are deleted.", ge=1)
+    ws_max_message_size: int = setting(
+        1024 * 1024, "Largest WebSocket message accepted, in bytes (a bigger one closes with 1009).", ge=1
+    )
+    ws_max_queue: int = setting(
+        4 * 1024 * 1024,
+        "Bytes of received WebSocket messages a connection holds before it stops reading.",
+        ge=1,
+    )
+    ws_ping_interval: float = setting(
+        20.0, "Seconds between keep-alive pings on a quiet WebSocket (0: no pings).", ge=0
+    )
+    ws_ping_timeout: float = setting(
+        20.0, "Seconds a ping waits for its pong before the connection is closed (1011; 0: no limit).", ge=0
+    )
+    ws_close_timeout: float = setting(
+        5.0, "Seconds close() waits for the peer's close frame before dropping the connection.", gt=0
+    )
+    ws_deflate: bool = setting(
+        True, "Agree to permessage-deflate (RFC 7692) when a WebSocket client offers it."
+    )
+    ws_deflate_window_bits: int = setting(
+        12,
+        "The server's largest WebSocket compression window, 9-15 (2**bits bytes; zlib also keeps "
+        "128 KiB of state per compressing connection).",
+        ge=9,
+        le=15,
+    )
+    ws_deflate_level: int = setting(
+        1, "zlib level of WebSocket compression, 1 (fastest) to 9 (smallest).", ge=1, le=9
+    )
+    ws_deflate_min_size: int = setting(
+        128, "WebSocket messages shorter than this many bytes are sent uncompressed.", ge=0
+    )
 
     def __post_init__(self) -> None:
         # "off" turns these off from a flag, the environment or a TOML file alike.
         for name in ("access_log", "request_id_header", "metrics_path"):
             if isinstance(getattr(self, name), str) and getattr(self, name).strip().lower() == "off":
                 object.__setattr__(self, name, None)
-        positive = (
-            "backlog",
-            "max_start_line",
-            "max_header_count",
-            "max_header_bytes",
-            "max_chunk_count",
-            "max_pipelined",
-            "max_threads",
-            "log_buffer_bytes",
-            "ws_max_message_size",
-            "ws_max_queue",
-        )
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("max_body_bytes", "max_chunk_ext_bytes", "max_trailer_bytes"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in (
-            "keepalive_timeout",
-            "graceful_timeout",
-            "header_timeout",
-            "body_timeout",
-            "write_timeout",
-        ):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be a positive number of seconds")
-        for name in ("ws_ping_interval", "ws_ping_timeout"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be a number of seconds >= 0 (0: off)")
-        if not self.ws_close_timeout > 0:
-            raise ValueError("ws_close_timeout must be a positive number of seconds")
-        if not 9 <= self.ws_deflate_window_bits <= 15:
-            raise ValueError(f"ws_deflate_window_bits must be 9 to 15, got {self.ws_deflate_window_bits}")
-        if not 1 <= self.ws_deflate_level <= 9:
-            raise ValueError(f"ws_deflate_level must be 1 to 9, got {self.ws_deflate_level}")
-        if self.ws_deflate_min_size < 0:
-            raise ValueError(f"ws_deflate_min_size must be >= 0, got {self.ws_deflate_min_size}")
-        if not 0 <= self.drain_delay <= 3600:
-            raise ValueError(f"drain_delay must be 0-3600 seconds (0: off), got {self.drain_delay}")
-        if not self.lag_threshold >= 0:
-            raise ValueError("lag_threshold must be a number of seconds >= 0 (0: off)")
-        if self.max_connections < 0:
-            raise ValueError("max_connections must be >= 0 (0: no cap)")
-        if self.max_concurrency < 0:
-            raise ValueError("max_concurrency must be >= 0 (0: no cap)")
-        if not self.queue_timeout >= 0:
-            raise ValueError("queue_timeout must be a number of seconds >= 0 (0: off)")
-        if not self.request_timeout >= 0:
-            raise ValueError("request_timeout must be a number of seconds >= 0 (0: no deadline)")
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"port must be 0-65535, got {self.port}")
-        if self.log_format not in ("text", "json"):
-            raise ValueError(f"log_format must be text or json, got {self.log_format!r}")
-        if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-            raise ValueError(
-                f"log_level must be debug, info, warning, error or critical, got {self.log_level!r}"
-            )
+        check(self)
         if self.access_log_format not in ("text", "json") and "{" not in self.access_log_format:
             raise ValueError(
                 f"access_log_format must be text, json or a template of {{fields}}, got {self.access_log_format!r}"
             )
-        if not 0 <= self.log_flush_interval <= 60:
-            raise ValueError("log_flush_interval must be 0-60 seconds (0: at the end of each loop iteration)")
-        if self.log_max_bytes < 0:
-            raise ValueError("log_max_bytes must be >= 0 (0: no size rotation)")
-        if not self.log_rotate_interval >= 0:
-            raise ValueError("log_rotate_interval must be a number of seconds >= 0 (0: no time rotation)")
-        if self.log_backups < 1:
-            raise ValueError("log_backups must be at least 1")
         if self.ssl_keyfile is not None and self.ssl_certfile is None:
             raise ValueError("ssl_keyfile needs ssl_certfile")
         if self.metrics_path is not None and not self.metrics_path.startswith("/"):
@@ -221,10 +214,6 @@ class ServerConfig:
             mode = -1
         if not 0 <= mode <= 0o777:
             raise ValueError(f"uds_mode must be octal permissions such as 0660, got {self.uds_mode!r}")
-        if self.fd is not None and self.fd < 0:
-            raise ValueError(f"fd must be a descriptor number >= 0, got {self.fd}")
-        if self.loop not in ("auto", "uvloop", "asyncio"):
-            raise ValueError(f"loop must be auto, uvloop or asyncio, got {self.loop!r}")
 
     def with_(self, **changes: Any) -> ServerConfig:
         """A copy with ``changes`` applied (unknown names raise TypeError)."""

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
+from veter.options import check, setting
+
 __all__ = ["MasterConfig", "usable_cpus"]
 
 
@@ -15,32 +17,26 @@ class MasterConfig:
     """The master's settings, as ``veter run`` reads them (flags, ``VETER_*``, the
     config file; docs/guide.md, "Process model"), in the units users give them."""
 
-    #: Worker processes, or "auto": one per CPU this process may run on.
-    workers: int | Literal["auto"] = 1
-    #: Seconds without a heartbeat before a worker is dumped and replaced.
-    worker_timeout: float = 30.0
-    #: Recycle a worker after this many requests (0: never), plus up to jitter more.
-    max_requests: int = 0
-    max_requests_jitter: int = 0
-    #: Recycle a worker whose RSS passes this many MiB (0: never).
-    max_rss: int = 0
-    #: Recycle a worker alive for longer than this many seconds (0: never).
-    max_lifetime: float = 0.0
-    #: Each worker binds its own SO_REUSEPORT socket instead of sharing the master's.
-    reuse_port: bool = False
+    workers: int | Literal["auto"] = setting(
+        1, "Worker processes, or 'auto' for one per CPU this process may use.", ge=1, metavar="N|auto"
+    )
+    worker_timeout: float = setting(
+        30.0, "Seconds a worker's loop may stall (no heartbeat) before it is dumped and replaced.", gt=0
+    )
+    max_requests: int = setting(0, "Recycle a worker after this many requests (0: never).", ge=0)
+    max_requests_jitter: int = setting(
+        0, "Up to this many more requests, per worker, so they do not recycle together.", ge=0
+    )
+    max_rss: int = setting(0, "Recycle a worker whose resident memory passes this many MiB (0: never).", ge=0)
+    max_lifetime: float = setting(0.0, "Recycle a worker after this many seconds (0: never).", ge=0)
+    reuse_port: bool = setting(
+        False, "Each worker binds its own SO_REUSEPORT socket instead of sharing the master's."
+    )
 
     def __post_init__(self) -> None:
         if self.workers != "auto" and (isinstance(self.workers, bool) or not isinstance(self.workers, int)):
             raise ValueError(f"workers must be a number or 'auto', not {self.workers!r}")
-        if self.workers != "auto" and self.workers < 1:
-            raise ValueError("workers must be at least 1")
-        if not self.worker_timeout > 0:
-            raise ValueError("worker_timeout must be a positive number of seconds")
-        for name in ("max_requests", "max_requests_jitter", "max_rss"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0")
-        if self.max_lifetime < 0:
-            raise ValueError("max_lifetime must be >= 0")
+        check(self)
 
     @property
     def worker_count(self) -> int:
