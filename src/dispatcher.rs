@@ -23,6 +23,7 @@ use crate::protocol::Connection;
 use crate::proxy::TrustedProxies;
 use crate::request_id::RequestIds;
 use crate::router::tree::Router;
+use crate::settings::ServerSettings;
 use crate::timeouts::{self, Timeouts};
 
 /// A route as Python gives it: (methods, pattern, handler, `is_async`, `stream_body`,
@@ -179,83 +180,45 @@ impl Dispatcher {
 #[pymethods]
 impl Dispatcher {
     /// `routes`: (methods, pattern, handler, `is_async`, `stream_body`) in registration order.
+    /// `config`: the server's `ServerConfig` (read by attribute, see `settings.rs`).
     #[new]
     #[pyo3(signature = (
-        routes, app, error_handler, *, server_header = Some("veter".to_owned()),
-        keepalive_timeout = 5.0, header_timeout = 10.0, body_timeout = 30.0,
-        write_timeout = 30.0, request_timeout = 60.0, max_concurrency = 0, max_connections = 0,
-        queue_timeout = 0.0, max_start_line = 8192,
-        max_header_count = 100, max_header_bytes = 16384, max_body_bytes = 10 * 1024 * 1024,
-        max_chunk_ext_bytes = 1024, max_trailer_bytes = 16384, max_chunk_count = 16384,
-        max_pipelined = 64, eager_tasks = None, request_id_header = Some("X-Request-ID".to_owned()),
-        access_log = None, access_log_format = "text".to_owned(), access_log_skip = Vec::new(),
-        metrics = false, forwarded_allow_ips = None, secure = false
+        routes, app, error_handler, config, *, access_log = None, access_log_skip = Vec::new(),
+        eager_tasks = None
     ))]
-    #[allow(clippy::too_many_arguments)] // mirrors the documented keyword-only settings
+    #[allow(clippy::too_many_arguments)] // the settings are one; the rest are what the app hands over
     fn new(
         py: Python<'_>,
         routes: Vec<RouteSpec>,
         app: Py<PyAny>,
         error_handler: Py<PyAny>,
-        server_header: Option<String>,
-        keepalive_timeout: f64,
-        header_timeout: f64,
-        body_timeout: f64,
-        write_timeout: f64,
-        request_timeout: f64,
-        max_concurrency: usize,
-        max_connections: usize,
-        queue_timeout: f64,
-        max_start_line: usize,
-        max_header_count: usize,
-        max_header_bytes: usize,
-        max_body_bytes: u64,
-        max_chunk_ext_bytes: usize,
-        max_trailer_bytes: usize,
-        max_chunk_count: u64,
-        max_pipelined: usize,
-        eager_tasks: Option<bool>,
-        request_id_header: Option<String>,
+        config: ServerSettings,
         access_log: Option<Py<LogFile>>,
-        access_log_format: String,
         access_log_skip: Vec<String>,
-        metrics: bool,
-        forwarded_allow_ips: Option<String>,
-        secure: bool,
+        eager_tasks: Option<bool>,
     ) -> PyResult<Self> {
-        let required = |name: &str, value: f64| {
-            timeouts::seconds(name, value, false)
-                .map_err(PyValueError::new_err)?
-                .ok_or_else(|| PyValueError::new_err(format!("{name} must be positive")))
-        };
-        let timeouts = Timeouts {
-            keepalive: required("keepalive_timeout", keepalive_timeout)?,
-            header: required("header_timeout", header_timeout)?,
-            body: required("body_timeout", body_timeout)?,
-            write: required("write_timeout", write_timeout)?,
-            request: timeouts::seconds("request_timeout", request_timeout, true)
-                .map_err(PyValueError::new_err)?,
-        };
-        let queue_timeout = timeouts::seconds("queue_timeout", queue_timeout, true)
+        let timeouts = config.timeouts()?;
+        let queue_timeout = timeouts::seconds("queue_timeout", config.queue_timeout, true)
             .map_err(PyValueError::new_err)?;
-        if max_chunk_count == 0 {
-            // The last chunk counts, so 0 would refuse every chunked body.
-            return Err(PyValueError::new_err("max_chunk_count must be at least 1"));
-        }
-        if max_pipelined == 0 {
+        let limits = config.limits()?;
+        if config.max_pipelined == 0 {
             return Err(PyValueError::new_err("max_pipelined must be at least 1"));
         }
-        if let Some(h) = &server_header {
+        if let Some(h) = &config.server_header {
             crate::response::check_header_value("server", h)?;
         }
         let observe = Observe::new(
             py,
-            request_id_header.as_deref(),
+            config.request_id_header.as_deref(),
             access_log,
-            &access_log_format,
+            &config.access_log_format,
             access_log_skip,
         )?;
-        let proxies = trusted_proxies(forwarded_allow_ips.as_deref())?;
+        let proxies = if config.proxy_headers {
+            trusted_proxies(Some(&config.forwarded_allow_ips))?
+        } else {
+            None
+        };
         let (tree, table) = build_routes(py, routes)?;
         let route_count = table.len();
         let supports_eager = py.version_info() >= (3, 12);
@@ -282,40 +245,35 @@ impl Dispatcher {
         } else {
             None
         };
-        let limits = Limits {
-            max_start_line,
-            max_header_count,
-            max_header_bytes,
-            max_body_bytes,
-            max_chunk_ext_bytes,
-            max_trailer_bytes,
-            max_chunk_count,
-        };
         Ok(Dispatcher {
             router: tree,
             has_stream_routes: table.iter().any(|r| r.stream_body),
             has_websocket_routes: table.iter().any(|r| r.websocket),
             routes: table,
             limits,
-            server_line: server_header
+            server_line: config
+                .server_header
                 .map_or_else(Vec::new, |h| format!("Server: {h}\r\n").into_bytes()),
             timeouts,
-            max_pipelined,
+            max_pipelined: config.max_pipelined,
             app,
             error_handler,
             eager_task,
             run_deferred,
             shutting_down: AtomicBool::new(false),
             last_answers: AtomicBool::new(false),
-            overload: Overload::new(max_concurrency, queue_timeout),
+            overload: Overload::new(config.max_concurrency, queue_timeout),
             request_ids: observe.request_ids,
             access: observe.access,
-            metrics: metrics.then(|| Metrics::new(route_count)),
+            metrics: config
+                .metrics_path
+                .is_some()
+                .then(|| Metrics::new(route_count)),
             proxies,
-            secure,
+            secure: config.ssl_certfile.is_some(),
             request_var_set: observe.request_var_set,
             request_var_reset: observe.request_var_reset,
-            max_connections,
+            max_connections: config.max_connections,
             capacity_waiting: Mutex::new(VecDeque::new()),
             requests_served: AtomicU64::new(0),
             next_id: AtomicU64::new(0),

@@ -16,6 +16,7 @@ pub mod request;
 pub mod request_id;
 pub mod response;
 pub mod router;
+pub mod settings;
 pub mod timeouts;
 pub mod websocket;
 

@@ -4,6 +4,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from typing import Any, Generic, Self, TypeVar, final
 
+from veter.config import ServerConfig
 from veter.datastructures import Headers, QueryParams
 
 __version__: str
@@ -219,32 +220,11 @@ class Dispatcher:
         routes: list[tuple[list[str], str, Callable[..., Any], bool, bool, bool]],
         app: Any,
         error_handler: Callable[[Request, BaseException], Response],
+        config: ServerConfig,
         *,
-        server_header: str | None = ...,
-        keepalive_timeout: float = 5.0,
-        header_timeout: float = 10.0,
-        body_timeout: float = 30.0,
-        write_timeout: float = 30.0,
-        request_timeout: float = 60.0,
-        max_concurrency: int = 0,
-        max_connections: int = 0,
-        queue_timeout: float = 0.0,
-        max_start_line: int = 8192,
-        max_header_count: int = 100,
-        max_header_bytes: int = 16384,
-        max_body_bytes: int = ...,
-        max_chunk_ext_bytes: int = 1024,
-        max_trailer_bytes: int = 16384,
-        max_chunk_count: int = 16384,
-        max_pipelined: int = 64,
-        eager_tasks: bool | None = None,
-        request_id_header: str | None = ...,
         access_log: LogFile | None = None,
-        access_log_format: str = ...,
         access_log_skip: list[str] = ...,
-        metrics: bool = False,
-        forwarded_allow_ips: str | None = None,
-        secure: bool = False,
+        eager_tasks: bool | None = None,
     ) -> Dispatcher: ...
     def __call__(self, *args: object, **kwargs: object) -> Connection:
         """The protocol factory (takes no arguments)."""

@@ -268,13 +268,7 @@ class App:
             )
         skip = [] if config.access_log_health else [r.path for r in self._routes if r.name in PROBE_ROUTES]
         return _core.Dispatcher(
-            table,
-            self,
-            self.handle_error,
-            access_log=access_log,
-            access_log_skip=skip,
-            metrics=config.metrics_path is not None,
-            **config.dispatcher_kwargs(),
+            table, self, self.handle_error, config, access_log=access_log, access_log_skip=skip
         )
 
     def _config(self) -> ServerConfig:

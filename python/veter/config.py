@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from veter.binds import parse as parse_bind
@@ -222,34 +222,6 @@ class ServerConfig:
         if unknown:
             raise TypeError(f"unknown server setting(s): {', '.join(sorted(unknown))}")
         return replace(self, **changes)
-
-    def dispatcher_kwargs(self) -> dict[str, Any]:
-        keys = (
-            "server_header",
-            "keepalive_timeout",
-            "header_timeout",
-            "body_timeout",
-            "write_timeout",
-            "request_timeout",
-            "max_concurrency",
-            "max_connections",
-            "queue_timeout",
-            "max_start_line",
-            "max_header_count",
-            "max_header_bytes",
-            "max_body_bytes",
-            "max_chunk_ext_bytes",
-            "max_trailer_bytes",
-            "max_chunk_count",
-            "max_pipelined",
-            "request_id_header",
-            "access_log_format",
-        )
-        values = asdict(self)
-        kwargs = {k: values[k] for k in keys}
-        kwargs["forwarded_allow_ips"] = self.forwarded_allow_ips if self.proxy_headers else None
-        kwargs["secure"] = self.ssl_certfile is not None
-        return kwargs
 
 
 def _check_trusted(spec: str) -> None:

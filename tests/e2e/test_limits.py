@@ -16,6 +16,7 @@ from click.testing import CliRunner
 import veter
 from veter.cli import main
 from veter.config import ServerConfig
+from veter.testing import AsyncTestClient
 
 from .conftest import RunningServer, read_responses, wait_closed
 
@@ -181,12 +182,20 @@ def test_every_parser_limit_is_a_cli_flag() -> None:
 
 
 def test_limits_reach_the_parser() -> None:
-    app = make_app()
-    config = ServerConfig(max_chunk_count=2, max_chunk_ext_bytes=3, max_trailer_bytes=0)
-    kwargs = config.dispatcher_kwargs()
-    assert (kwargs["max_chunk_count"], kwargs["max_chunk_ext_bytes"], kwargs["max_trailer_bytes"]) == (
-        2,
-        3,
-        0,
-    )
-    app.build_dispatcher(config)  # accepted by the core
+    """The core reads its limits from the ServerConfig it is built with."""
+    config = ServerConfig(max_chunk_count=2, max_chunk_ext_bytes=3, max_trailer_bytes=0, max_body_bytes=4)
+    head = b"POST /upload HTTP/1.1\r\nHost: t\r\n"
+    chunked = head + b"Transfer-Encoding: chunked\r\n\r\n"
+    cases = {
+        chunked + b"1\r\na\r\n0\r\n\r\n": 200,  # two chunks, the last included
+        chunked + b"1\r\na\r\n1\r\nb\r\n0\r\n\r\n": 413,  # three
+        chunked + b"1;abcd\r\na\r\n0\r\n\r\n": 400,  # 5 bytes of extension
+        chunked + b"1\r\na\r\n0\r\nX-T: y\r\n\r\n": 431,  # any trailer
+        head + b"Content-Length: 5\r\n\r\nabcde": 413,
+    }
+
+    async def statuses() -> list[int]:
+        async with AsyncTestClient(make_app(), config=config) as client:
+            return [(await client.send_raw(raw)).status_code for raw in cases]
+
+    assert asyncio.run(statuses()) == list(cases.values())

@@ -1,0 +1,74 @@
+//! The server settings the core reads, taken by attribute from a
+//! `veter.config.ServerConfig`, where each one is declared, defaulted and checked
+//! once (python/veter/options.py). Nothing here has a default of its own; the
+//! `Dispatcher` still refuses values it cannot use (a timeout that is not finite).
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::http1::limits::Limits;
+use crate::timeouts::{self, Timeouts};
+
+/// One field per `ServerConfig` attribute the core needs, by the same name.
+#[derive(FromPyObject)]
+pub struct ServerSettings {
+    pub server_header: Option<String>,
+    pub keepalive_timeout: f64,
+    pub header_timeout: f64,
+    pub body_timeout: f64,
+    pub write_timeout: f64,
+    pub request_timeout: f64,
+    pub max_concurrency: usize,
+    pub max_connections: usize,
+    pub queue_timeout: f64,
+    pub max_start_line: usize,
+    pub max_header_count: usize,
+    pub max_header_bytes: usize,
+    pub max_body_bytes: u64,
+    pub max_chunk_ext_bytes: usize,
+    pub max_trailer_bytes: usize,
+    pub max_chunk_count: u64,
+    pub max_pipelined: usize,
+    pub request_id_header: Option<String>,
+    pub access_log_format: String,
+    pub proxy_headers: bool,
+    pub forwarded_allow_ips: String,
+    pub ssl_certfile: Option<String>,
+    pub metrics_path: Option<String>,
+}
+
+impl ServerSettings {
+    /// The connection timeouts, each a finite number of seconds (0 only where it means none).
+    pub fn timeouts(&self) -> PyResult<Timeouts> {
+        let required = |name: &str, value: f64| {
+            timeouts::seconds(name, value, false)
+                .map_err(PyValueError::new_err)?
+                .ok_or_else(|| PyValueError::new_err(format!("{name} must be positive")))
+        };
+        Ok(Timeouts {
+            keepalive: required("keepalive_timeout", self.keepalive_timeout)?,
+            header: required("header_timeout", self.header_timeout)?,
+            body: required("body_timeout", self.body_timeout)?,
+            write: required("write_timeout", self.write_timeout)?,
+            request: timeouts::seconds("request_timeout", self.request_timeout, true)
+                .map_err(PyValueError::new_err)?,
+        })
+    }
+
+    /// The parser's limits.
+    pub fn limits(&self) -> PyResult<Limits> {
+        if self.max_chunk_count == 0 {
+            // The last chunk counts, so 0 would refuse every chunked body.
+            return Err(PyValueError::new_err("max_chunk_count must be at least 1"));
+        }
+        Ok(Limits {
+            max_start_line: self.max_start_line,
+            max_header_count: self.max_header_count,
+            max_header_bytes: self.max_header_bytes,
+            max_body_bytes: self.max_body_bytes,
+            max_chunk_ext_bytes: self.max_chunk_ext_bytes,
+            max_trailer_bytes: self.max_trailer_bytes,
+            max_chunk_count: self.max_chunk_count,
+        })
+    }
+}
