@@ -47,6 +47,10 @@ pub struct Route {
 pub struct Dispatcher {
     pub router: Router,
     pub routes: Vec<Route>,
+    /// The app's answer to requests no route takes (404, 405), when it has one (app
+    /// middleware, or its own not-found or method-not-allowed handler); else the
+    /// core answers them itself.
+    pub unmatched: Option<Route>,
     /// Some route streams its body (only then is a head with a body routed early).
     pub has_stream_routes: bool,
     pub has_websocket_routes: bool,
@@ -182,9 +186,11 @@ impl Dispatcher {
     /// `routes`: (methods, pattern, handler, `is_async`, `stream_body`) in registration order.
     /// `config`: the server's `ServerConfig` (read by attribute, see `settings.rs`).
     #[new]
+    /// `unmatched`: (handler, `is_async`) called as `handler(request)` for a path no
+    /// route has and `handler(request, allow=...)` for a method none takes.
     #[pyo3(signature = (
         routes, app, error_handler, config, *, access_log = None, access_log_skip = Vec::new(),
-        eager_tasks = None
+        eager_tasks = None, unmatched = None
     ))]
     #[allow(clippy::too_many_arguments)] // the settings are one; the rest are what the app hands over
     fn new(
@@ -196,6 +202,7 @@ impl Dispatcher {
         access_log: Option<Py<LogFile>>,
         access_log_skip: Vec<String>,
         eager_tasks: Option<bool>,
+        unmatched: Option<(Py<PyAny>, bool)>,
     ) -> PyResult<Self> {
         let timeouts = config.timeouts()?;
         let queue_timeout = timeouts::seconds("queue_timeout", config.queue_timeout, true)
@@ -245,8 +252,17 @@ impl Dispatcher {
         } else {
             None
         };
+        let unmatched = unmatched.map(|(handler, is_async)| Route {
+            handler,
+            is_async,
+            stream_body: false,
+            websocket: false,
+            pattern: PyString::intern(py, "").unbind(),
+            param_names: Vec::new(),
+        });
         Ok(Dispatcher {
             router: tree,
+            unmatched,
             has_stream_routes: table.iter().any(|r| r.stream_body),
             has_websocket_routes: table.iter().any(|r| r.websocket),
             routes: table,

@@ -28,7 +28,7 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use smallvec::SmallVec;
 
 use crate::access::Entry;
-use crate::dispatcher::Dispatcher;
+use crate::dispatcher::{Dispatcher, Route};
 use crate::http1::body::ChunkedDecoder;
 use crate::http1::encode::{self, Framing};
 use crate::http1::error::ParseError;
@@ -720,22 +720,41 @@ impl Connection {
             }
         }
         let buf = &parts.buf.bind(py).as_bytes()[parts.base..];
-        let (route_index, params) = match route_for(&disp.router, buf, &parts) {
-            Lookup::Found { route, params } => (route, params),
+        let (route, params) = match route_for(&disp.router, buf, &parts) {
+            Lookup::Found { route, params } => {
+                exchange.route = Some(route);
+                (&disp.routes[route], params)
+            }
             Lookup::NotFound => {
+                if let Some(unmatched) = &disp.unmatched {
+                    let call = Call {
+                        path_params: None,
+                        extra: None,
+                        pattern: None,
+                    };
+                    return self.call_handler(py, disp, unmatched, parts, exchange, call, framing);
+                }
                 let resp = Response::new_plain(py, 404, b"Not Found", TEXT_PLAIN);
                 self.emit_response(py, &resp, framing, &parts, &exchange);
                 return Ok(());
             }
             Lookup::MethodNotAllowed { allow } => {
+                if let Some(unmatched) = &disp.unmatched {
+                    let extra = PyDict::new(py);
+                    extra.set_item(pyo3::intern!(py, "allow"), allow)?;
+                    let call = Call {
+                        path_params: None,
+                        extra: Some(extra),
+                        pattern: None,
+                    };
+                    return self.call_handler(py, disp, unmatched, parts, exchange, call, framing);
+                }
                 let resp = Response::new_plain(py, 405, b"Method Not Allowed", TEXT_PLAIN)
                     .with_header("Allow", allow);
                 self.emit_response(py, &resp, framing, &parts, &exchange);
                 return Ok(());
             }
         };
-        exchange.route = Some(route_index);
-        let route = &disp.routes[route_index];
         let kwargs = if params.is_empty() {
             None
         } else {
@@ -748,17 +767,43 @@ impl Connection {
             }
             Some(dict)
         };
+        let call = Call {
+            path_params: kwargs,
+            extra: None,
+            pattern: Some(route.pattern.clone_ref(py)),
+        };
+        self.call_handler(py, disp, route, parts, exchange, call, framing)
+    }
+
+    /// Builds the request and runs `route`'s handler on it (the rest of `dispatch`).
+    #[allow(clippy::too_many_arguments)] // one request's pieces, moved in once
+    fn call_handler(
+        &mut self,
+        py: Python<'_>,
+        disp: &Dispatcher,
+        route: &Route,
+        parts: request::Parts,
+        exchange: Exchange,
+        call: Call<'_>,
+        framing: Framing,
+    ) -> PyResult<()> {
+        let Call {
+            path_params,
+            extra,
+            pattern,
+        } = call;
         let request = Py::new(
             py,
             Request::new(
                 parts,
                 exchange,
-                kwargs.as_ref().map(|d| d.clone().unbind()),
+                path_params.as_ref().map(|d| d.clone().unbind()),
                 self.client.clone_ref(py),
                 disp.app.clone_ref(py),
-                Some(route.pattern.clone_ref(py)),
+                pattern,
             ),
         )?;
+        let kwargs = path_params.or(extra);
         // The handler sees this request (current.rs): in the context when it runs as a
         // task, in the thread's slot when a plain `def` handler runs inline.
         let _current = CurrentRequest::for_handler(disp, route.is_async, request.bind(py))?;
@@ -1098,6 +1143,15 @@ impl Connection {
         let chunk = PyBytes::new(py, &mem::take(&mut self.buf));
         self.process(py, &chunk, 0)
     }
+}
+
+/// How `call_handler` calls a handler: with the route's path parameters (which the
+/// request shows too), or with keywords of the core's own (`allow` for the app's
+/// method-not-allowed answer); the route's pattern, None for no route.
+struct Call<'py> {
+    path_params: Option<Bound<'py, PyDict>>,
+    extra: Option<Bound<'py, PyDict>>,
+    pattern: Option<Py<PyString>>,
 }
 
 /// The router's answer for a request head whose bytes are `buf`: a pattern without

@@ -10,6 +10,7 @@ import threading
 import pytest
 
 import veter
+from veter.routing import CallNext
 from veter.testing import TestClient
 
 
@@ -337,3 +338,94 @@ def test_server_header_configurable() -> None:
 def test_unknown_setting_is_an_error() -> None:
     with pytest.raises(TypeError, match="unknown server setting"):
         veter.App(max_bodyy=1)
+
+
+def test_app_middleware_sees_requests_no_route_takes() -> None:
+    """App middleware runs around the 404 and 405 answers too, so it can answer a
+    CORS preflight to a route that has no OPTIONS, or stamp every response."""
+    app = veter.App()
+    seen: list[tuple[str, str]] = []
+
+    @app.get("/items")
+    def items(request: veter.Request) -> str:
+        return "items"
+
+    @app.middleware
+    async def stamp(request: veter.Request, call_next: CallNext) -> veter.Response:
+        seen.append((request.method, request.path))
+        if request.method == "OPTIONS":
+            return veter.Response(b"", status=204, headers={"Access-Control-Allow-Origin": "*"})
+        response = await call_next(request)
+        response.set_header("X-Stamp", "1")
+        return response
+
+    with TestClient(app) as client:
+        assert client.get("/items").headers["x-stamp"] == "1"
+        missing = client.get("/nowhere")
+        assert (missing.status_code, missing.text, missing.headers["x-stamp"]) == (404, "Not Found", "1")
+        wrong = client.post("/items")
+        assert (wrong.status_code, wrong.headers["allow"], wrong.headers["x-stamp"]) == (
+            405,
+            "GET, HEAD",
+            "1",
+        )
+        preflight = client.request("OPTIONS", "/items")
+        assert (preflight.status_code, preflight.headers["access-control-allow-origin"]) == (204, "*")
+        head = client.request("HEAD", "/nowhere")
+        assert (head.status_code, head.content) == (404, b"")
+    assert seen == [
+        ("GET", "/items"),
+        ("GET", "/nowhere"),
+        ("POST", "/items"),
+        ("OPTIONS", "/items"),
+        ("HEAD", "/nowhere"),
+    ]
+
+
+def test_custom_not_found_and_method_not_allowed_handlers() -> None:
+    app = veter.App()
+
+    @app.get("/items")
+    def items(request: veter.Request) -> str:
+        return "items"
+
+    @app.not_found
+    def missing(request: veter.Request) -> veter.Response:
+        return veter.json({"error": "no such page", "path": request.path}, status=404)
+
+    @app.method_not_allowed
+    async def refused(request: veter.Request, allow: str) -> veter.Response:
+        await asyncio.sleep(0)
+        return veter.Response(f"use {allow}", status=405, headers={"Allow": allow})
+
+    with TestClient(app) as client:
+        assert client.get("/items").text == "items"
+        response = client.get("/a%20b")
+        assert (response.status_code, response.json()) == (404, {"error": "no such page", "path": "/a b"})
+        response = client.delete("/items")
+        assert (response.status_code, response.text, response.headers["allow"]) == (
+            405,
+            "use GET, HEAD",
+            "GET, HEAD",
+        )
+
+
+def test_an_unmatched_handler_that_fails_is_answered_like_a_route(caplog: pytest.LogCaptureFixture) -> None:
+    app = veter.App()
+
+    @app.not_found
+    def missing(request: veter.Request) -> veter.Response:
+        if request.path == "/gone":
+            raise veter.HTTPException(410, "gone for good")
+        raise RuntimeError("broken not-found page")
+
+    with TestClient(app) as client, caplog.at_level(logging.ERROR, logger="veter.error"):
+        assert (client.get("/gone").status_code, client.get("/gone").text) == (410, "gone for good")
+        assert client.get("/other").status_code == 500
+    assert "broken not-found page" in caplog.text
+
+
+def test_unmatched_handlers_are_fixed_once_serving() -> None:
+    app = veter.App()
+    with TestClient(app), pytest.raises(RuntimeError, match="cannot set the not-found handler"):
+        app.not_found(lambda request: "x")

@@ -225,6 +225,7 @@ class Dispatcher:
         access_log: LogFile | None = None,
         access_log_skip: list[str] = ...,
         eager_tasks: bool | None = None,
+        unmatched: tuple[Callable[..., Any], bool] | None = None,
     ) -> Dispatcher: ...
     def __call__(self, *args: object, **kwargs: object) -> Connection:
         """The protocol factory (takes no arguments)."""

@@ -14,7 +14,17 @@ from veter.config import ServerConfig
 from veter.datastructures import State
 from veter.exceptions import HTTPException
 from veter.responses import Response
-from veter.routing import Handler, Middleware, Route, compose, is_async_callable, normalise_methods
+from veter.routing import (
+    Handler,
+    Middleware,
+    Route,
+    compose,
+    compose_unmatched,
+    is_async_callable,
+    method_not_allowed,
+    normalise_methods,
+    not_found,
+)
 from veter.websockets import Sessions, WebSocketSettings, entry_for
 
 __all__ = ["App"]
@@ -49,6 +59,8 @@ class App:
         self._startup: list[Hook] = []
         self._shutdown: list[Hook] = []
         self._exception_handlers: dict[type[BaseException], ExceptionHandler] = {}
+        self._not_found: Handler | None = None
+        self._method_not_allowed: Handler | None = None
         self._frozen = False
         self._started = False
         self._draining = False
@@ -199,6 +211,21 @@ class App:
 
     add_middleware = middleware
 
+    def not_found(self, handler: H) -> H:
+        """Register ``handler(request)`` (sync or async) to answer requests whose path
+        no route has, instead of the plain 404. App middleware runs around it."""
+        self._check_open("set the not-found handler")
+        self._not_found = handler
+        return handler
+
+    def method_not_allowed(self, handler: H) -> H:
+        """Register ``handler(request, allow)`` (sync or async) to answer requests whose
+        path has routes but none for their method, instead of the plain 405; ``allow``
+        is the value for the ``Allow`` header. App middleware runs around it."""
+        self._check_open("set the method-not-allowed handler")
+        self._method_not_allowed = handler
+        return handler
+
     def on_startup(self, fn: Hook) -> Hook:
         """Run ``fn`` (sync or async) in each serving process before it accepts requests."""
         self._startup.append(fn)
@@ -267,8 +294,25 @@ class App:
                 (list(route.methods), route.path, target, is_async, route.stream_body, route.websocket)
             )
         skip = [] if config.access_log_health else [r.path for r in self._routes if r.name in PROBE_ROUTES]
+        # Requests no route takes go to Python only when the app has something to say
+        # about them; else the core answers 404/405 itself.
+        unmatched = None
+        if self._middleware or self._not_found or self._method_not_allowed:
+            entry = compose_unmatched(
+                self._not_found or not_found,
+                self._method_not_allowed or method_not_allowed,
+                self._middleware,
+                self.handle_error,
+            )
+            unmatched = (entry, True)
         return _core.Dispatcher(
-            table, self, self.handle_error, config, access_log=access_log, access_log_skip=skip
+            table,
+            self,
+            self.handle_error,
+            config,
+            access_log=access_log,
+            access_log_skip=skip,
+            unmatched=unmatched,
         )
 
     def _config(self) -> ServerConfig:

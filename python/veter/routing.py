@@ -120,6 +120,47 @@ def compose(route: Route, middleware: Sequence[Middleware], on_error: ErrorRespo
     return entry, True
 
 
+def not_found(request: Any) -> Response:
+    """The answer to a path no route has (the core's own when nothing is customised)."""
+    return Response("Not Found", status=404)
+
+
+def method_not_allowed(request: Any, allow: str) -> Response:
+    """The answer to a method no route of the path takes; ``allow`` lists those that are."""
+    return Response("Method Not Allowed", status=405, headers={"Allow": allow})
+
+
+def compose_unmatched(
+    on_not_found: Handler,
+    on_not_allowed: Handler,
+    middleware: Sequence[Middleware],
+    on_error: ErrorResponder,
+) -> Handler:
+    """The handler the core calls for requests no route takes: ``(request)`` for an
+    unknown path, ``(request, allow=...)`` for a method no route takes; the app's
+    middleware runs around either, as around a route's handler."""
+
+    async def answer(request: Any, allow: str | None) -> AnyResponse:
+        try:
+            result = on_not_found(request) if allow is None else on_not_allowed(request, allow)
+            if inspect.isawaitable(result):
+                result = await result
+            return to_response(result)
+        except Exception as exc:  # noqa: BLE001 - becomes the error response
+            return on_error(request, exc)
+
+    async def entry(request: Any, allow: str | None = None) -> AnyResponse:
+        async def endpoint(request: Any) -> AnyResponse:
+            return await answer(request, allow)
+
+        chain: CallNext = endpoint
+        for mw in reversed(middleware):
+            chain = _link(mw, chain)
+        return await chain(request)
+
+    return entry
+
+
 def _link(mw: Middleware, call_next: CallNext) -> CallNext:
     async def call(request: Any) -> AnyResponse:
         return await mw(request, call_next)
