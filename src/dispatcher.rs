@@ -26,9 +26,17 @@ use crate::router::tree::Router;
 use crate::settings::ServerSettings;
 use crate::timeouts::{self, Timeouts};
 
-/// A route as Python gives it: (methods, pattern, handler, `is_async`, `stream_body`,
-/// `websocket`).
-pub type RouteSpec = (Vec<String>, String, Py<PyAny>, bool, bool, bool);
+/// A route as Python gives it: a `veter.routing.Endpoint`, read by attribute.
+#[derive(FromPyObject)]
+pub struct RouteSpec {
+    methods: Vec<String>,
+    path: String,
+    /// The handler with the app's middleware around it.
+    target: Py<PyAny>,
+    is_async: bool,
+    stream_body: bool,
+    websocket: bool,
+}
 
 /// One handler, as the core calls it.
 pub struct Route {
@@ -186,8 +194,8 @@ impl Dispatcher {
     /// `routes`: (methods, pattern, handler, `is_async`, `stream_body`) in registration order.
     /// `config`: the server's `ServerConfig` (read by attribute, see `settings.rs`).
     #[new]
-    /// `unmatched`: (handler, `is_async`) called as `handler(request)` for a path no
-    /// route has and `handler(request, allow=...)` for a method none takes.
+    /// `unmatched`: an async handler called as `handler(request)` for a path no route
+    /// has and `handler(request, allow=...)` for a method none takes.
     #[pyo3(signature = (
         routes, app, error_handler, config, *, access_log = None, access_log_skip = Vec::new(),
         eager_tasks = None, unmatched = None
@@ -202,7 +210,7 @@ impl Dispatcher {
         access_log: Option<Py<LogFile>>,
         access_log_skip: Vec<String>,
         eager_tasks: Option<bool>,
-        unmatched: Option<(Py<PyAny>, bool)>,
+        unmatched: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let timeouts = config.timeouts()?;
         let queue_timeout = timeouts::seconds("queue_timeout", config.queue_timeout, true)
@@ -252,9 +260,9 @@ impl Dispatcher {
         } else {
             None
         };
-        let unmatched = unmatched.map(|(handler, is_async)| Route {
+        let unmatched = unmatched.map(|handler| Route {
             handler,
-            is_async,
+            is_async: true,
             stream_body: false,
             websocket: false,
             pattern: PyString::intern(py, "").unbind(),
@@ -443,15 +451,13 @@ fn trusted_proxies(spec: Option<&str>) -> PyResult<Option<TrustedProxies>> {
         .map_err(PyValueError::new_err)
 }
 
-/// The router and the route table, from (methods, pattern, handler, `is_async`).
+/// The router and the route table, from the app's endpoints.
 fn build_routes(py: Python<'_>, routes: Vec<RouteSpec>) -> PyResult<(Router, Vec<Route>)> {
     let mut tree = Router::new();
     let mut table = Vec::with_capacity(routes.len());
-    for (index, (methods, pattern, handler, is_async, stream_body, websocket)) in
-        routes.into_iter().enumerate()
-    {
-        let methods: Vec<&str> = methods.iter().map(String::as_str).collect();
-        tree.add(&methods, &pattern, index)
+    for (index, spec) in routes.into_iter().enumerate() {
+        let methods: Vec<&str> = spec.methods.iter().map(String::as_str).collect();
+        tree.add(&methods, &spec.path, index)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let param_names = tree
             .param_names(index)
@@ -459,11 +465,11 @@ fn build_routes(py: Python<'_>, routes: Vec<RouteSpec>) -> PyResult<(Router, Vec
             .map(|n| PyString::intern(py, n).unbind())
             .collect();
         table.push(Route {
-            handler,
-            is_async,
-            stream_body,
-            websocket,
-            pattern: PyString::new(py, &pattern).unbind(),
+            handler: spec.target,
+            is_async: spec.is_async,
+            stream_body: spec.stream_body,
+            websocket: spec.websocket,
+            pattern: PyString::new(py, &spec.path).unbind(),
             param_names,
         });
     }

@@ -1,8 +1,8 @@
 """Type stubs for the Rust extension ``veter._core`` (kept in sync by mypy.stubtest)."""
 
 import asyncio
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
-from typing import Any, Generic, Self, TypeVar, final
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from typing import Any, Generic, Protocol, Self, TypeVar, final
 
 from veter.config import ServerConfig
 from veter.datastructures import Headers, QueryParams
@@ -213,11 +213,27 @@ class WebSocketProtocol:
     @property
     def counts(self) -> tuple[int, int]: ...
 
+class _Endpoint(Protocol):
+    """What the core reads of each route (``veter.routing.Endpoint``)."""
+
+    @property
+    def methods(self) -> Sequence[str]: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def target(self) -> Callable[..., Any]: ...
+    @property
+    def is_async(self) -> bool: ...
+    @property
+    def stream_body(self) -> bool: ...
+    @property
+    def websocket(self) -> bool: ...
+
 @final
 class Dispatcher:
     def __new__(
         cls,
-        routes: list[tuple[list[str], str, Callable[..., Any], bool, bool, bool]],
+        routes: Sequence[_Endpoint],
         app: Any,
         error_handler: Callable[[Request, BaseException], Response],
         config: ServerConfig,
@@ -225,7 +241,7 @@ class Dispatcher:
         access_log: LogFile | None = None,
         access_log_skip: list[str] = ...,
         eager_tasks: bool | None = None,
-        unmatched: tuple[Callable[..., Any], bool] | None = None,
+        unmatched: Callable[..., Awaitable[Any]] | None = None,
     ) -> Dispatcher: ...
     def __call__(self, *args: object, **kwargs: object) -> Connection:
         """The protocol factory (takes no arguments)."""

@@ -15,6 +15,7 @@ from veter.datastructures import State
 from veter.exceptions import HTTPException
 from veter.responses import Response
 from veter.routing import (
+    Endpoint,
     Handler,
     Middleware,
     Route,
@@ -283,7 +284,7 @@ class App:
         config = config or self.config
         self._serving_config = config
         self._frozen = True
-        table = []
+        table: list[Endpoint] = []
         for route in self._routes:
             serving = route
             if route.websocket:
@@ -291,20 +292,19 @@ class App:
                 serving = dataclasses.replace(route, handler=entry)
             target, is_async = compose(serving, self._middleware, self.handle_error)
             table.append(
-                (list(route.methods), route.path, target, is_async, route.stream_body, route.websocket)
+                Endpoint(route.methods, route.path, target, is_async, route.stream_body, route.websocket)
             )
         skip = [] if config.access_log_health else [r.path for r in self._routes if r.name in PROBE_ROUTES]
         # Requests no route takes go to Python only when the app has something to say
         # about them; else the core answers 404/405 itself.
         unmatched = None
         if self._middleware or self._not_found or self._method_not_allowed:
-            entry = compose_unmatched(
+            unmatched = compose_unmatched(
                 self._not_found or not_found,
                 self._method_not_allowed or method_not_allowed,
                 self._middleware,
                 self.handle_error,
             )
-            unmatched = (entry, True)
         return _core.Dispatcher(
             table,
             self,

@@ -55,6 +55,20 @@ class Route:
         return f"{','.join(self.methods):<20} {self.path:<40} {module}.{handler}"
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """A route as the core takes it (``_core.Dispatcher`` reads these attributes):
+    its methods and path, and the handler to call with the app's middleware around
+    it, which may differ from the route's own handler."""
+
+    methods: tuple[str, ...]
+    path: str
+    target: Handler
+    is_async: bool
+    stream_body: bool
+    websocket: bool
+
+
 def normalise_methods(methods: Sequence[str] | str) -> tuple[str, ...]:
     if isinstance(methods, str):
         methods = [methods]
