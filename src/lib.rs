@@ -27,6 +27,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dispatcher::Dispatcher>()?;
     m.add_class::<protocol::Connection>()?;
     m.add_class::<protocol::StreamWriter>()?;
+    m.add_class::<protocol::Streamed>()?;
+    m.add_class::<protocol::Upgrade>()?;
     m.add_class::<protocol::BodyStream>()?;
     m.add_class::<request::Request>()?;
     m.add_class::<request::Ready>()?;

@@ -51,7 +51,7 @@ use respond::{encode_error, encode_result, is_coroutine, Encoded};
 
 pub use completion::Completion;
 use current::CurrentRequest;
-pub use stream::StreamWriter;
+pub use stream::{StreamWriter, Streamed, Upgrade};
 pub use upload::BodyStream;
 
 /// Bytes of responses gathered in one go before the rest of a pipelined batch

@@ -86,3 +86,17 @@ def test_no_body_statuses_on_the_wire(status: int) -> None:
     assert raw.status == status
     assert "content-length" not in raw.headers
     assert raw.content == b""
+
+
+def test_the_core_knows_streamed_answers_by_their_base_class() -> None:
+    """No marker attribute: StreamingResponse (and the WebSocket 101) derive from
+    the core's Streamed, whose start and abandon every subclass must implement."""
+    from veter import _core
+    from veter.streaming import StreamingResponse
+
+    assert isinstance(StreamingResponse(iter([b"x"])), _core.Streamed)
+    bare = _core.Streamed()
+    with pytest.raises(NotImplementedError, match="_veter_start"):
+        bare._veter_start(None, True)  # type: ignore[arg-type]
+    with pytest.raises(NotImplementedError, match="_veter_abandon"):
+        bare._veter_abandon()

@@ -4,6 +4,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, Generic, Protocol, Self, TypeVar, final
 
+from typing_extensions import disjoint_base
+
 from veter.config import ServerConfig
 from veter.datastructures import Headers, QueryParams
 
@@ -24,6 +26,8 @@ __all__ = [
     "Request",
     "Response",
     "StreamWriter",
+    "Streamed",
+    "Upgrade",
     "WebSocketProtocol",
     "__version__",
     "inline_request",
@@ -161,6 +165,21 @@ class StreamWriter:
     def wait(self, future: asyncio.Future[None]) -> None: ...
     def end(self, ok: bool) -> None: ...
     def upgrade(self, protocol: WebSocketProtocol) -> None: ...
+
+@disjoint_base
+class Streamed:
+    """The base of every answer the core streams (veter.StreamingResponse): the core
+    recognises it by this type. A subclass starts when its head has been written
+    and must end the writer, or hand the connection over (an Upgrade)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self: ...
+    def _veter_start(self, writer: StreamWriter, send_body: bool) -> asyncio.Task[None] | None:
+        """Start the body: a task that writes it, or None when nothing follows."""
+    def _veter_abandon(self) -> None:
+        """The client left before the answer could start: release what it holds."""
+
+class Upgrade(Streamed):
+    """The base of the 101 of an accepted WebSocket handshake (veter.websockets)."""
 
 @final
 class WebSocketProtocol:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
+
+from veter import _core
 
 if TYPE_CHECKING:
     from veter._core import StreamWriter
@@ -27,7 +29,7 @@ _PIECES_PER_TURN = 16
 Content = AsyncIterable[bytes | str] | Iterable[bytes | str]
 
 
-class StreamingResponse:
+class StreamingResponse(_core.Streamed):
     """A response whose body comes from ``content``, an async iterable (an async
     generator, typically) or a plain iterable of ``bytes`` or ``str`` pieces.
 
@@ -39,8 +41,6 @@ class StreamingResponse:
     client goes away, when the body is not wanted (HEAD, 204, 304) and when it
     finishes.
     """
-
-    __veter_stream__: ClassVar[bool] = True
 
     def __init__(
         self,

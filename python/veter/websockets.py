@@ -357,10 +357,8 @@ class WebSocket:
             await self.close()
 
 
-class _Upgrade(StreamingResponse):
+class _Upgrade(StreamingResponse, _core.Upgrade):
     """The ``101`` of an accepted handshake; starting it hands the connection over."""
-
-    __veter_upgrade__ = True
 
     def __init__(self, ws: WebSocket, headers: list[tuple[str, str]]) -> None:
         super().__init__((), status=101, headers=headers, content_type=None)

@@ -1,4 +1,4 @@
-//! Streamed responses: a handler returns an object marked `__veter_stream__`
+//! Streamed responses: a handler returns an object whose class derives from `Streamed`
 //! (`veter.StreamingResponse`); its head is encoded here and queued like any
 //! response. When it reaches the front of the connection's queue, the
 //! connection writes the head and starts the object's pump (a Python task) with a
@@ -10,9 +10,9 @@
 //! When the client goes away, `connection_lost` cancels the pump, which closes
 //! the generator.
 
-use pyo3::exceptions::{PyConnectionResetError, PyValueError};
+use pyo3::exceptions::{PyConnectionResetError, PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use super::{Connection, Slot};
 use crate::http1::encode::{self, BodyLength, Framing};
@@ -52,14 +52,70 @@ pub struct Active {
     pub(super) waiter: Option<Py<PyAny>>,
 }
 
-pub fn is_stream(obj: &Bound<'_, PyAny>) -> bool {
-    obj.hasattr("__veter_stream__").unwrap_or(false)
+/// The base class of every answer the core streams (`veter.StreamingResponse` and
+/// what derives from it): the core knows them by their type, a check of the object's
+/// type pointer, instead of looking up a marker attribute. Subclasses implement
+/// `_veter_start` and `_veter_abandon` (their contract is in `_core.pyi`).
+#[pyclass(module = "veter._core", name = "Streamed", subclass)]
+pub struct Streamed;
+
+#[pymethods]
+impl Streamed {
+    /// Takes whatever the subclass's `__init__` takes; the base holds nothing.
+    #[new]
+    #[pyo3(signature = (*args, **kwargs))]
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> Self {
+        let _ = (args, kwargs);
+        Streamed
+    }
+
+    /// Starts the body once the head is written (a subclass's task, or None).
+    #[allow(clippy::unused_self)] // abstract: every subclass overrides it
+    fn _veter_start(
+        &self,
+        writer: &Bound<'_, PyAny>,
+        send_body: bool,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let _ = (writer, send_body);
+        Err(PyNotImplementedError::new_err(
+            "a Streamed subclass implements _veter_start",
+        ))
+    }
+
+    /// The client left before the answer could start.
+    #[allow(clippy::unused_self)] // abstract: every subclass overrides it
+    fn _veter_abandon(&self) -> PyResult<()> {
+        Err(PyNotImplementedError::new_err(
+            "a Streamed subclass implements _veter_abandon",
+        ))
+    }
 }
 
-/// The `101` of an accepted WebSocket handshake (`veter.websockets`): a stream
-/// without a body whose pump hands the connection over (`StreamWriter.upgrade`).
+/// The base class of the `101` of an accepted WebSocket handshake
+/// (`veter.websockets`): a stream without a body whose start hands the connection
+/// over (`StreamWriter.upgrade`).
+#[pyclass(module = "veter._core", name = "Upgrade", extends = Streamed, subclass)]
+pub struct Upgrade;
+
+#[pymethods]
+impl Upgrade {
+    #[new]
+    #[pyo3(signature = (*args, **kwargs))]
+    fn new(
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyClassInitializer<Self> {
+        let _ = (args, kwargs);
+        PyClassInitializer::from(Streamed).add_subclass(Upgrade)
+    }
+}
+
+pub fn is_stream(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<Streamed>()
+}
+
 pub fn is_upgrade(obj: &Bound<'_, PyAny>) -> bool {
-    obj.hasattr("__veter_upgrade__").unwrap_or(false)
+    obj.is_instance_of::<Upgrade>()
 }
 
 const RESERVED: [&str; 3] = ["content-length", "transfer-encoding", "connection"];
