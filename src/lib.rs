@@ -4,6 +4,7 @@
 //! `http1/` for the sans-IO parser and encoder and `router/` for routing.
 
 pub mod access;
+pub mod body_stream;
 pub mod dispatcher;
 pub mod http1;
 pub mod logfile;
@@ -12,6 +13,7 @@ pub mod overload;
 pub mod protocol;
 pub mod proxy;
 pub mod pyrefs;
+pub mod ready;
 pub mod request;
 pub mod request_id;
 pub mod response;
@@ -29,9 +31,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<protocol::StreamWriter>()?;
     m.add_class::<protocol::Streamed>()?;
     m.add_class::<protocol::Upgrade>()?;
-    m.add_class::<protocol::BodyStream>()?;
+    m.add_class::<body_stream::BodyStream>()?;
     m.add_class::<request::Request>()?;
-    m.add_class::<request::Ready>()?;
+    m.add_class::<ready::Ready>()?;
     m.add_class::<response::Response>()?;
     m.add_class::<logfile::LogFile>()?;
     m.add_class::<websocket::WebSocketProtocol>()?;

@@ -52,7 +52,6 @@ use respond::{encode_error, encode_result, is_coroutine, Encoded};
 pub use completion::Completion;
 use current::CurrentRequest;
 pub use stream::{StreamWriter, Streamed, Upgrade};
-pub use upload::BodyStream;
 
 /// Bytes of responses gathered in one go before the rest of a pipelined batch
 /// waits for them to be written.

@@ -8,7 +8,6 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -17,6 +16,7 @@ use smallvec::SmallVec;
 use crate::http1::parse::{HeaderSpan, Version};
 use crate::proxy::Forwarded;
 use crate::pyrefs;
+use crate::ready::{ready, Ready};
 
 /// What the server keeps about one request for its response: its id and when it
 /// began (for the access log).
@@ -85,7 +85,7 @@ pub enum Body {
     /// Collected across reads or decoded from chunks.
     Owned(Vec<u8>),
     /// Read by the handler as it arrives (`request.stream()`; see protocol/upload.rs).
-    Stream(Py<crate::protocol::BodyStream>),
+    Stream(Py<crate::body_stream::BodyStream>),
 }
 
 /// The parsed head of one request, owned by the connection until it is dispatched.
@@ -253,38 +253,6 @@ impl Request {
                 |(_, v)| v.trim().trim_matches('"').to_owned(),
             )
     }
-}
-
-/// An awaitable whose result is already known: `await request.body()` costs no
-/// loop iteration because the body was read before the handler started.
-#[pyclass(module = "veter._core", name = "Ready", frozen)]
-pub struct Ready {
-    value: Py<PyAny>,
-}
-
-#[pymethods]
-impl Ready {
-    fn __await__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Err(PyStopIteration::new_err((self.value.clone_ref(py),)))
-    }
-
-    fn send(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        // The result is already known; whatever is sent in is ignored.
-        let _ = value;
-        self.__next__(py)
-    }
-}
-
-pub fn ready(py: Python<'_>, value: Py<PyAny>) -> PyResult<Py<Ready>> {
-    Py::new(py, Ready { value })
 }
 
 #[pymethods]
@@ -496,14 +464,14 @@ impl Request {
 
     /// The body as an async iterator of `bytes` pieces: as they arrive on routes
     /// declared with `stream_body=True`, in one piece otherwise.
-    fn stream(&self, py: Python<'_>) -> PyResult<Py<crate::protocol::BodyStream>> {
+    fn stream(&self, py: Python<'_>) -> PyResult<Py<crate::body_stream::BodyStream>> {
         if let Body::Stream(stream) = &self.parts.body {
             return Ok(stream.clone_ref(py));
         }
         let body = self.body_bytes(py)?;
         Py::new(
             py,
-            crate::protocol::BodyStream::complete(body.bind(py).as_bytes().to_vec()),
+            crate::body_stream::BodyStream::complete(body.bind(py).as_bytes().to_vec()),
         )
     }
 

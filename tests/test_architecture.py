@@ -23,7 +23,7 @@ SRC = ROOT / "src"
 MAX_LINES = 600
 
 #: Rust modules (top level of src/) that still depend on each other in a ring.
-RUST_CYCLES_LEFT = {frozenset({"dispatcher", "overload", "protocol", "request"})}
+RUST_CYCLES_LEFT = {frozenset({"dispatcher", "overload", "protocol"})}
 #: Rust files still over MAX_LINES.
 RUST_LONG_FILES_LEFT = {"http1/parse.rs", "protocol.rs", "router/tree.rs", "websocket/mod.rs"}
 
@@ -146,8 +146,8 @@ def test_rust_module_cycles_only_shrink() -> None:
     found = cycles(rust_graph())
     new = {c for c in found if not any(c <= left for left in RUST_CYCLES_LEFT)}
     assert not new, f"new dependency cycles in src/: {sorted(map(sorted, new))}"
-    gone = {left for left in RUST_CYCLES_LEFT if not any(c & left for c in found)}
-    assert not gone, f"cycles gone, take them off RUST_CYCLES_LEFT: {sorted(map(sorted, gone))}"
+    changed = RUST_CYCLES_LEFT - found
+    assert not changed, f"cycles gone or smaller, update RUST_CYCLES_LEFT: {sorted(map(sorted, changed))}"
 
 
 def test_rust_files_over_the_limit_only_shrink() -> None:

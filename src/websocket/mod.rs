@@ -762,7 +762,7 @@ impl WebSocketProtocol {
     /// the future, when no message will come.
     fn anext(slf: &Bound<'_, Self>, create_future: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match Self::take_next(slf, || create_future.call0(), true)? {
-            Taken::Message(message) => Ok(crate::request::ready(slf.py(), message)?.into_any()),
+            Taken::Message(message) => Ok(crate::ready::ready(slf.py(), message)?.into_any()),
             Taken::Parked(future) => Ok(future),
             Taken::Ended => Err(PyStopAsyncIteration::new_err(())),
         }

@@ -1,0 +1,38 @@
+//! `Ready`: an awaitable whose value is already known, so awaiting it costs no loop
+//! iteration (`await request.body()` once the body is read, a waiting WebSocket
+//! message, a buffered piece of a streamed body).
+
+use pyo3::exceptions::PyStopIteration;
+use pyo3::prelude::*;
+
+/// An awaitable whose result is already known: `await request.body()` costs no
+/// loop iteration because the body was read before the handler started.
+#[pyclass(module = "veter._core", name = "Ready", frozen)]
+pub struct Ready {
+    value: Py<PyAny>,
+}
+
+#[pymethods]
+impl Ready {
+    fn __await__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Err(PyStopIteration::new_err((self.value.clone_ref(py),)))
+    }
+
+    fn send(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        // The result is already known; whatever is sent in is ignored.
+        let _ = value;
+        self.__next__(py)
+    }
+}
+
+pub fn ready(py: Python<'_>, value: Py<PyAny>) -> PyResult<Py<Ready>> {
+    Py::new(py, Ready { value })
+}
