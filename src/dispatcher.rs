@@ -77,7 +77,7 @@ pub struct Dispatcher {
     /// Every answer from now on is its connection's last (`Connection: close`): set
     /// by `shutdown` and, earlier, by `close_keepalive` (the drain delay).
     pub last_answers: AtomicBool,
-    pub overload: Overload,
+    pub overload: Overload<Py<Connection>>,
     /// Request ids (None: off).
     pub request_ids: Option<RequestIds>,
     /// The access log (None: off).

@@ -32,14 +32,14 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-use crate::protocol::Connection;
-
-pub struct Overload {
+/// `C`: what waits for a handler slot (the connection; generic so that this module
+/// needs nothing of the protocol).
+pub struct Overload<C> {
     /// 0: no cap.
     pub max_concurrency: usize,
     pub queue_timeout: Option<Duration>,
     in_flight: AtomicUsize,
-    waiting: Mutex<VecDeque<Py<Connection>>>,
+    waiting: Mutex<VecDeque<C>>,
     iteration_start: Mutex<Option<Instant>>,
     /// When the reading iteration before the current one began.
     previous_start: Mutex<Option<Instant>>,
@@ -64,7 +64,7 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl Overload {
+impl<C> Overload<C> {
     pub fn new(max_concurrency: usize, queue_timeout: Option<Duration>) -> Self {
         Overload {
             max_concurrency,
@@ -133,12 +133,12 @@ impl Overload {
     }
 
     /// Queues a connection that has a request to handle but no room for it.
-    pub fn wait(&self, conn: Py<Connection>) {
+    pub fn wait(&self, conn: C) {
         locked(&self.waiting).push_back(conn);
     }
 
     /// The next queued connection, while there is room for one more handler.
-    pub fn next_waiting(&self) -> Option<Py<Connection>> {
+    pub fn next_waiting(&self) -> Option<C> {
         if !self.has_room() {
             return None;
         }
