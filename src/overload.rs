@@ -262,3 +262,69 @@ fn last_data_recv_ms(py: Python<'_>, sock: &Py<PyAny>) -> Option<u32> {
 fn last_data_recv_ms(_py: Python<'_>, _sock: &Py<PyAny>) -> Option<u32> {
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn overload(max_concurrency: usize, queue_timeout_ms: Option<u64>) -> Overload<&'static str> {
+        Overload::new(max_concurrency, queue_timeout_ms.map(Duration::from_millis))
+    }
+
+    #[test]
+    fn waiting_connections_leave_in_arrival_order_while_there_is_room() {
+        let o = overload(0, None);
+        o.wait("a");
+        o.wait("b");
+        assert!(o.has_room());
+        assert_eq!(o.next_waiting(), Some("a"));
+        assert_eq!(o.next_waiting(), Some("b"));
+        assert_eq!(o.next_waiting(), None);
+    }
+
+    #[test]
+    fn no_waiting_connection_leaves_without_room() {
+        let o = overload(1, None);
+        o.in_flight.store(1, Ordering::Relaxed);
+        o.wait("a");
+        assert!(!o.has_room());
+        assert_eq!(o.next_waiting(), None);
+        o.in_flight.store(0, Ordering::Relaxed);
+        assert_eq!(o.next_waiting(), Some("a"));
+    }
+
+    #[test]
+    fn requests_are_shed_only_past_the_queue_timeout() {
+        assert!(!overload(0, None).too_late(Duration::from_secs(3600)));
+        let o = overload(0, Some(50));
+        assert!(!o.too_late(Duration::from_millis(50)));
+        assert!(o.too_late(Duration::from_millis(51)));
+    }
+
+    #[test]
+    fn queued_work_is_the_deferred_count_times_the_recent_cost() {
+        let o = overload(0, Some(50));
+        o.note_work(Duration::from_millis(8));
+        assert_eq!(o.queued_work(), Duration::ZERO);
+        o.defer();
+        o.defer();
+        assert_eq!(o.queued_work(), Duration::from_millis(16));
+        // The cost moves by an eighth of the difference per handler.
+        o.note_work(Duration::from_millis(16));
+        assert_eq!(o.queued_work(), Duration::from_millis(18));
+        o.deferred_started();
+        assert_eq!(o.queued_work(), Duration::from_millis(9));
+    }
+
+    #[test]
+    fn saturated_when_deferred_handlers_wait_or_the_last_iteration_worked_half_the_timeout() {
+        let o = overload(0, Some(50));
+        assert!(!o.saturated());
+        o.defer();
+        assert!(o.saturated());
+        o.deferred_started();
+        o.last_work_ns.store(25_000_001, Ordering::Relaxed);
+        assert!(o.saturated());
+        assert!(!overload(0, None).saturated());
+    }
+}

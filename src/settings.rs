@@ -72,3 +72,61 @@ impl ServerSettings {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults() -> ServerSettings {
+        ServerSettings {
+            server_header: Some("veter".into()),
+            keepalive_timeout: 5.0,
+            header_timeout: 10.0,
+            body_timeout: 30.0,
+            write_timeout: 30.0,
+            request_timeout: 60.0,
+            max_concurrency: 0,
+            max_connections: 0,
+            queue_timeout: 0.0,
+            max_start_line: 8192,
+            max_header_count: 100,
+            max_header_bytes: 16384,
+            max_body_bytes: 10 << 20,
+            max_chunk_ext_bytes: 1024,
+            max_trailer_bytes: 16384,
+            max_chunk_count: 16384,
+            max_pipelined: 64,
+            request_id_header: Some("X-Request-ID".into()),
+            access_log_format: "text".into(),
+            proxy_headers: false,
+            forwarded_allow_ips: "127.0.0.1,unix".into(),
+            ssl_certfile: None,
+            metrics_path: None,
+        }
+    }
+
+    #[test]
+    fn timeouts_and_limits_come_from_the_settings() {
+        let settings = defaults();
+        let t = settings.timeouts().unwrap();
+        assert_eq!(t.keepalive, std::time::Duration::from_secs(5));
+        assert_eq!(t.request, Some(std::time::Duration::from_secs(60)));
+        let l = settings.limits().unwrap();
+        assert_eq!((l.max_start_line, l.max_chunk_count), (8192, 16384));
+    }
+
+    #[test]
+    fn unusable_values_are_refused() {
+        Python::initialize();
+        let mut s = defaults();
+        s.request_timeout = 0.0;
+        assert_eq!(s.timeouts().unwrap().request, None); // 0: no deadline
+        s.keepalive_timeout = 0.0;
+        assert!(s.timeouts().is_err());
+        s.keepalive_timeout = f64::NAN;
+        assert!(s.timeouts().is_err());
+        let mut s = defaults();
+        s.max_chunk_count = 0;
+        assert!(s.limits().is_err());
+    }
+}
