@@ -14,6 +14,7 @@ its help, bounds and flag here, and everything else is made from that.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Callable, Iterator
@@ -64,12 +65,20 @@ def setting(default: Any, help: str, **how: Any) -> Any:
 
 def declared(cls: type) -> Iterator[tuple[dataclasses.Field[Any], Option, Any]]:
     """Each field of ``cls`` with its declaration and its resolved type."""
+    return iter(_declarations(cls))
+
+
+@functools.cache
+def _declarations(cls: type) -> tuple[tuple[dataclasses.Field[Any], Option, Any], ...]:
+    # Resolved once per class: every ServerConfig made (App(...), with_()) checks itself.
     hints = typing.get_type_hints(cls)
+    out = []
     for f in dataclasses.fields(cls):
         option = f.metadata.get("option")
         if option is None:
             raise TypeError(f"{cls.__name__}.{f.name} is not declared with setting()")
-        yield f, option, hints[f.name]
+        out.append((f, option, hints[f.name]))
+    return tuple(out)
 
 
 def choices_of(kind: Any) -> tuple[str, ...] | None:
