@@ -229,11 +229,11 @@ impl Dispatcher {
             &config.access_log_format,
             access_log_skip,
         )?;
-        let proxies = if config.proxy_headers {
-            trusted_proxies(Some(&config.forwarded_allow_ips))?
-        } else {
-            None
-        };
+        let proxies = config
+            .proxy_headers
+            .then(|| TrustedProxies::parse(&config.forwarded_allow_ips))
+            .transpose()
+            .map_err(PyValueError::new_err)?;
         let (tree, table) = build_routes(py, routes)?;
         let route_count = table.len();
         let supports_eager = py.version_info() >= (3, 12);
@@ -442,13 +442,6 @@ impl Dispatcher {
         }
         Ok(conns.len())
     }
-}
-
-/// The trusted proxies (None: proxy headers off).
-fn trusted_proxies(spec: Option<&str>) -> PyResult<Option<TrustedProxies>> {
-    spec.map(TrustedProxies::parse)
-        .transpose()
-        .map_err(PyValueError::new_err)
 }
 
 /// The router and the route table, from the app's endpoints.

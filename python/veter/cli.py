@@ -7,7 +7,7 @@ import sys
 import traceback
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import click
 
@@ -96,8 +96,6 @@ def _flags(options: dict[str, Any]) -> dict[str, Any]:
     # Absent options are None (plain flags too: default=None), so a False here was
     # asked for (--no-ws-deflate) and overrides the environment and config file.
     flags = {k: v for k, v in options.items() if v is not None and v != ()}
-    if "workers" in flags:
-        flags["workers"] = _parse_workers(flags["workers"])
     for name in chosen_none:  # --no-server-header, --no-request-id
         flags[name] = None
     return flags
@@ -127,15 +125,6 @@ def _layered(flags: dict[str, Any]) -> tuple[dict[str, Any], MasterConfig]:
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     return server, master
-
-
-def _parse_workers(value: str) -> int | Literal["auto"]:
-    if value == "auto":
-        return "auto"
-    try:
-        return int(value)
-    except ValueError:
-        raise click.ClickException(f"--workers must be a number or 'auto', not {value!r}") from None
 
 
 def _server_config(base: ServerConfig, changes: dict[str, Any]) -> ServerConfig:

@@ -130,9 +130,10 @@ def click_options(cls: type) -> Callable[[F], F]:
             continue
         if allowed is not None and base is str:
             params["type"] = click.Choice(list(allowed), case_sensitive=not option.case_insensitive)
-        elif allowed is None and (base is int or base is float):
+        elif allowed is not None:
+            params["type"] = _NumberOrWord(base, allowed)  # workers: 3 or "auto"
+        elif base is int or base is float:
             params["type"] = base
-        # A number or a word (workers: 3 or "auto") stays text here; the caller reads it.
         if typing.get_origin(kind) is tuple:
             params["multiple"] = True
         if option.metavar:
@@ -183,6 +184,25 @@ def reference(cls: type, *, with_env: str = "VETER_") -> str:
             f"| `{f.name}` | {flags} | `{with_env}{f.name.upper()}` | {shown_default(f, option)} | {text} |"
         )
     return "\n".join(rows) + "\n"
+
+
+class _NumberOrWord(click.ParamType[Any]):
+    """A flag whose setting is a number or one of some words (``int | Literal[...]``)."""
+
+    name = "number"
+
+    def __init__(self, number: type, words: tuple[str, ...]) -> None:
+        self.number = number
+        self.words = words
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value in self.words or isinstance(value, self.number):
+            return value
+        try:
+            return self.number(value)
+        except (TypeError, ValueError):
+            words = _either(tuple(repr(w) for w in self.words))
+            self.fail(f"must be a number or {words}, not {value!r}", param, ctx)
 
 
 def _parts(kind: Any) -> tuple[Any, ...]:
