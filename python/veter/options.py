@@ -186,7 +186,7 @@ def reference(cls: type, *, with_env: str = "VETER_") -> str:
     return "\n".join(rows) + "\n"
 
 
-class _NumberOrWord(click.ParamType[Any]):
+class _NumberOrWord(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2
     """A flag whose setting is a number or one of some words (``int | Literal[...]``)."""
 
     name = "number"
