@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod body_stream;
+pub mod conn;
 pub mod dispatcher;
 pub mod http1;
 pub mod logfile;
