@@ -1,25 +1,18 @@
-//! The connection: an asyncio protocol implemented in Rust.
+//! The connection's shell: an asyncio protocol implemented in Rust around the
+//! connection core (`conn/`), which holds all of its HTTP state.
 //!
-//! State, all of it here (STYLE 2):
-//! - `reading`: waiting for a head, collecting a body, or stopped (after an error
-//!   or a response that closes the connection: input is ignored from then on, so
-//!   nothing pipelined after a rejected request is ever processed);
-//! - `buf`: bytes of an incomplete request, kept between reads;
-//! - `queue`: responses not yet written, in request order. A handler that suspends
-//!   leaves a hole; responses behind it wait, so pipelined responses always go out
-//!   in request order. `out` collects what is ready now, so everything ready after
-//!   one read is sent with one `transport.write`.
-//! - flow control: reading pauses while the transport's buffer is above its high
-//!   watermark (`pause_writing`) or while `max_pipelined` handlers of this
-//!   connection are in flight; unparsed input waits in `buf`.
+//! The shell turns asyncio's callbacks into calls on the core, and the core's
+//! events into Python: it routes each head, builds the request, calls the handler
+//! (inline, or as a task whose completion fills its place in the output queue), and
+//! is the one place that turns a handler's result into bytes (`respond.rs`). After
+//! each call it carries out what the core asks of the transport (`collect`: write,
+//! close, pause or resume reading) in one go.
 //!
 //! Borrowing: Python calls into a connection one at a time (the loop is single
 //! threaded), but `transport.write` may call `pause_writing` synchronously, so the
 //! `RefCell`-like borrow of the connection is always released before calling the
 //! transport. Handlers run while the connection is borrowed; they cannot reach it.
 
-use std::collections::VecDeque;
-use std::mem;
 use std::time::Instant;
 
 use pyo3::exceptions::PyTypeError;
@@ -28,11 +21,11 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use smallvec::SmallVec;
 
 use crate::access::Entry;
+use crate::conn::{self, Begin, Core, Env, Event, Feed};
 use crate::dispatcher::{Dispatcher, Route};
-use crate::http1::body::ChunkedDecoder;
 use crate::http1::encode::{self, Framing};
 use crate::http1::error::ParseError;
-use crate::http1::parse::{self, BodyKind, Head, Version};
+use crate::http1::parse::{BodyKind, Head, Version};
 use crate::request::{self, Body, Exchange, Request};
 use crate::response::{Response, TEXT_PLAIN};
 use crate::router::params::ParamValue;
@@ -53,50 +46,26 @@ pub use completion::Completion;
 use current::CurrentRequest;
 pub use stream::{StreamWriter, Streamed, Upgrade};
 
-/// Bytes of responses gathered in one go before the rest of a pipelined batch
-/// waits for them to be written.
-const OUTPUT_HIGH: usize = 256 * 1024;
+/// What the shell keeps in the core.
+pub struct PyShell;
 
-enum BodyState {
-    Length {
-        remaining: u64,
-        data: Vec<u8>,
-    },
-    Chunked {
-        decoder: ChunkedDecoder,
-        data: Vec<u8>,
-    },
+impl conn::Shell for PyShell {
+    type Held = Pending;
+    type Upload = upload::Upload;
+    type Running = Running;
+    type Plan = Box<stream::Plan>;
+    type Active = stream::Active;
 }
 
-struct Pending {
+/// A request whose body is being collected.
+pub struct Pending {
     parts: request::Parts,
     framing: Framing,
-    state: BodyState,
 }
 
-enum Reading {
-    Head,
-    Body(Box<Pending>),
-    /// A body handed to a running handler as it arrives (see `upload.rs`).
-    Stream(Box<upload::Upload>),
-    /// A WebSocket handshake is being answered: what the client sends meanwhile
-    /// waits in `buf` for the WebSocket protocol (or is dropped if it is refused).
-    Upgrading,
-    Stopped,
-}
-
-struct Slot {
-    seq: u64,
-    bytes: Option<Vec<u8>>,
-    /// For a handler still running: its task, when it started, how to answer.
-    pending: Option<Running>,
-    /// A streamed response: its body follows `bytes` (see `stream.rs`).
-    stream: Option<Box<stream::Plan>>,
-}
-
-struct Running {
+/// A handler still running: its task, how to answer, and its request.
+pub struct Running {
     task: Py<PyAny>,
-    started: Instant,
     framing: Framing,
     request: Py<Request>,
 }
@@ -113,10 +82,11 @@ struct Actions {
 }
 
 #[pyclass(module = "veter._core", name = "Connection")]
-#[allow(clippy::struct_excessive_bools)] // each flag is one documented part of the state above
 pub struct Connection {
     disp: Py<Dispatcher>,
     id: u64,
+    /// The HTTP state: input, output queue, pauses, timers.
+    core: Core<PyShell>,
     transport: Option<Py<PyAny>>,
     write: Option<Py<PyAny>>,
     task_kwargs: Option<Py<PyDict>>,
@@ -128,28 +98,8 @@ pub struct Connection {
     proxied: bool,
     /// This connection as a Python object, for task completions; cleared when lost.
     self_ref: Option<Py<Connection>>,
-    buf: Vec<u8>,
-    reading: Reading,
-    queue: VecDeque<Slot>,
-    out: Vec<u8>,
-    next_seq: u64,
     /// Requests dispatched on this connection.
     served: u64,
-    in_flight: usize,
-    /// A response that closes the connection has been emitted.
-    closing: bool,
-    closed: bool,
-    paused_for_pipeline: bool,
-    /// Complete requests wait in `buf` until the responses before them are written.
-    paused_for_output: bool,
-    /// Accepted over `max_connections`: not read until a slot frees.
-    paused_for_capacity: bool,
-    /// Queued in the dispatcher until a handler slot frees (`max_concurrency`).
-    paused_for_concurrency: bool,
-    /// A streamed request body has more unread bytes waiting than `upload::HIGH`.
-    paused_for_upload: bool,
-    /// When this connection started waiting for a handler slot.
-    waiting_since: Option<Instant>,
     /// When the loop iteration that read the current bytes began (queue timeout).
     batch_start: Instant,
     /// The transport's socket, asked how long bytes waited in the kernel (queue timeout).
@@ -158,17 +108,6 @@ pub struct Connection {
     first_read: bool,
     event_loop: Option<Py<PyAny>>,
     end_iteration: Option<Py<PyAny>>,
-    writing_paused: bool,
-    reading_paused: bool,
-    last_activity: Instant,
-    /// What the parser reuses between heads (parse.rs): the header-span vector,
-    /// handed back after each head so spans cost no allocation per request, and
-    /// the last Host value found valid.
-    scratch: parse::Scratch,
-    /// When the first byte of the request head being received arrived.
-    head_started: Option<Instant>,
-    /// Since when the transport has been above its high watermark.
-    write_paused_since: Option<Instant>,
     /// The `Date` line, refreshed once per read and per finished handler (a new
     /// line only when the second changed: `set_clock`), and its unix second.
     date: encode::DateLine,
@@ -176,8 +115,6 @@ pub struct Connection {
     /// The wall clock at `clock.0`: access log times are derived from it, so a line
     /// costs one monotonic clock read (its duration), not two.
     clock: (Instant, std::time::SystemTime),
-    /// The streamed response being written, if any; responses behind it wait.
-    stream: Option<stream::Active>,
 }
 
 impl Connection {
@@ -204,7 +141,7 @@ impl Connection {
         Exchange {
             id_line,
             id_start,
-            started: Some(self.last_activity),
+            started: Some(self.core.last_activity),
             route: None,
             forwarded: if self.proxied {
                 Self::forwarded(disp, py, parts)
@@ -291,9 +228,11 @@ impl Connection {
 
     pub fn new(py: Python<'_>, disp: Py<Dispatcher>) -> Self {
         let id = disp.get().next_id();
+        let now = Instant::now();
         Connection {
             disp,
             id,
+            core: Core::new(now),
             transport: None,
             write: None,
             task_kwargs: None,
@@ -302,55 +241,25 @@ impl Connection {
             client_text: String::new(),
             proxied: false,
             self_ref: None,
-            buf: Vec::new(),
-            reading: Reading::Head,
-            queue: VecDeque::new(),
-            out: Vec::new(),
-            next_seq: 0,
             served: 0,
-            in_flight: 0,
-            closing: false,
-            closed: false,
-            paused_for_pipeline: false,
-            paused_for_output: false,
-            paused_for_concurrency: false,
-            paused_for_upload: false,
-            paused_for_capacity: false,
-            waiting_since: None,
-            batch_start: Instant::now(),
+            batch_start: now,
             sock: None,
             first_read: true,
             event_loop: None,
             end_iteration: None,
-            writing_paused: false,
-            reading_paused: false,
-            last_activity: Instant::now(),
-            scratch: parse::Scratch::default(),
-            head_started: None,
-            write_paused_since: None,
             date: encode::date_line(),
             date_second: 0,
-            clock: (Instant::now(), std::time::SystemTime::now()),
-            stream: None,
+            clock: (now, std::time::SystemTime::now()),
         }
     }
 
     /// Lets a connection that waited for a slot under `max_connections` be read.
     pub fn admit(slf: &Bound<'_, Self>) -> PyResult<()> {
         Self::with_borrow(slf, |this, py| {
-            this.paused_for_capacity = false;
-            this.last_activity = Instant::now();
-            this.drain_buffered(py)
+            this.core.pauses.clear(conn::Pause::Capacity);
+            this.core.last_activity = Instant::now();
+            this.drain_buffered(py).map(drop)
         })
-    }
-
-    fn is_idle(&self) -> bool {
-        !self.paused_for_capacity
-            && matches!(self.reading, Reading::Head)
-            && self.buf.is_empty()
-            && self.queue.is_empty()
-            && self.in_flight == 0
-            && self.out.is_empty()
     }
 
     pub fn abort(slf: &Bound<'_, Self>) -> PyResult<()> {
@@ -359,8 +268,7 @@ impl Connection {
             let Ok(mut this) = slf.try_borrow_mut() else {
                 return Ok(());
             };
-            this.reading = Reading::Stopped;
-            this.closed = true;
+            this.core.abort();
             this.transport.as_ref().map(|t| t.clone_ref(py))
         };
         if let Some(t) = transport {
@@ -392,135 +300,49 @@ impl Connection {
     ) -> PyResult<()> {
         let data = chunk.as_bytes();
         loop {
-            match &mut self.reading {
-                Reading::Stopped => return Ok(()),
-                Reading::Stream(_) => {
-                    if !self.feed_upload(py, data, &mut pos) {
-                        return Ok(());
+            let disp = self.disp.get();
+            let env = Env {
+                limits: &disp.limits,
+                max_pipelined: disp.max_pipelined,
+                room: disp.overload.has_room(),
+            };
+            match self.core.next_event(data, &mut pos, &env) {
+                Event::Wait => return Ok(()),
+                Event::Head { head, start } => self.start_request(py, chunk, &mut pos, start, head)?,
+                Event::Collected { held, body } => {
+                    let Pending { mut parts, framing } = held;
+                    parts.body = Body::Owned(body);
+                    self.dispatch(py, parts, framing)?;
+                }
+                Event::Upload { bytes } => self.feed_upload(py, bytes),
+                Event::UploadEnd { bytes, end, upload } => Self::end_upload(py, bytes, &end, upload),
+                Event::Queued => {
+                    // Every handler slot of this worker is taken: wait in line.
+                    if let Some(me) = &self.self_ref {
+                        disp.overload.wait(me.clone_ref(py));
                     }
                 }
-                Reading::Upgrading => {
-                    self.buf.extend_from_slice(&data[pos..]);
-                    return Ok(());
-                }
-                Reading::Body(pending) => {
-                    let done = match &mut pending.state {
-                        BodyState::Length {
-                            remaining,
-                            data: body,
-                        } => {
-                            let avail = data.len() - pos;
-                            let take = usize::try_from(*remaining).map_or(avail, |r| r.min(avail));
-                            body.extend_from_slice(&data[pos..pos + take]);
-                            pos += take;
-                            *remaining -= take as u64;
-                            *remaining == 0
-                        }
-                        BodyState::Chunked {
-                            decoder,
-                            data: body,
-                        } => match decoder.decode(&data[pos..], body) {
-                            Ok((used, done)) => {
-                                pos += used;
-                                done
-                            }
-                            Err(e) => {
-                                self.fail(&e);
-                                return Ok(());
-                            }
-                        },
-                    };
-                    if !done {
-                        return Ok(());
-                    }
-                    self.dispatch_collected(py)?;
-                }
-                Reading::Head => {
-                    if pos >= data.len() {
-                        return Ok(());
-                    }
-                    if self.in_flight >= self.disp.get().max_pipelined {
-                        // Too many handlers of this connection in flight: keep the rest
-                        // unparsed and stop reading until some finish.
-                        self.buf.extend_from_slice(&data[pos..]);
-                        self.paused_for_pipeline = true;
-                        return Ok(());
-                    }
-                    if !self.disp.get().overload.has_room() {
-                        // Every handler slot of this worker is taken: wait in line.
-                        self.buf.extend_from_slice(&data[pos..]);
-                        if !self.paused_for_concurrency {
-                            self.paused_for_concurrency = true;
-                            self.waiting_since.get_or_insert(self.last_activity);
-                            if let Some(me) = &self.self_ref {
-                                self.disp.get().overload.wait(me.clone_ref(py));
-                            }
-                        }
-                        return Ok(());
-                    }
-                    if self.writing_paused || self.out.len() >= OUTPUT_HIGH || self.stream.is_some()
-                    {
-                        // Responses are piling up faster than the client reads them:
-                        // answer nothing more until they are written, so a client
-                        // that pipelines and never reads costs bounded memory.
-                        self.buf.extend_from_slice(&data[pos..]);
-                        self.paused_for_output = true;
-                        return Ok(());
-                    }
-                    let limits = &self.disp.get().limits;
-                    let parsed = parse::parse_head_reusing(&data[pos..], limits, &mut self.scratch);
-                    let head = match parsed {
-                        Ok(Some(head)) => head,
-                        Ok(None) => {
-                            self.buf.extend_from_slice(&data[pos..]);
-                            if self.head_started.is_none() {
-                                self.head_started = Some(self.last_activity);
-                            }
-                            return Ok(());
-                        }
-                        Err(e) => {
-                            self.fail(&e);
-                            return Ok(());
-                        }
-                    };
-                    pos = self.start_request(py, chunk, pos, head)?;
-                }
+                Event::Reject(err) => self.fail(&err),
             }
         }
     }
 
-    /// The body being collected is complete: route the request.
-    fn dispatch_collected(&mut self, py: Python<'_>) -> PyResult<()> {
-        let Reading::Body(pending) = mem::replace(&mut self.reading, Reading::Head) else {
-            return Ok(());
-        };
-        let Pending {
-            mut parts,
-            framing,
-            state,
-        } = *pending;
-        parts.body = match state {
-            BodyState::Length { data, .. } | BodyState::Chunked { data, .. } => Body::Owned(data),
-        };
-        self.dispatch(py, parts, framing)
-    }
-
-    /// Handles a parsed head at `chunk[start..]`; returns the position after what it used.
+    /// Handles the head parsed at `chunk[start..]` (`*pos` is after it).
     fn start_request(
         &mut self,
         py: Python<'_>,
         chunk: &Bound<'_, PyBytes>,
+        pos: &mut usize,
         start: usize,
         mut head: Head,
-    ) -> PyResult<usize> {
-        self.head_started = None;
+    ) -> PyResult<()> {
         let data = chunk.as_bytes();
         // Ranges stay relative to the head's first byte (`base`): no copying or
         // shifting of the header spans the parser produced.
         let (path, query) = request::split_target(&data[start..], head.target.clone());
         let is_head = &data[start + head.method.start..start + head.method.end] == b"HEAD";
         let mut framing = self.framing_for(&head, is_head);
-        let mut parts = request::Parts {
+        let parts = request::Parts {
             buf: chunk.clone().unbind(),
             base: start,
             method: head.method,
@@ -531,84 +353,35 @@ impl Connection {
             headers: head.headers.drain(..).collect::<SmallVec<_>>(),
             body: Body::Empty,
         };
-        self.scratch.headers = head.headers;
-        let mut pos = start + head.len;
-        if head.upgrade
-            && framing.keep_alive
-            && matches!(head.body, BodyKind::Empty)
-            && self.disp.get().is_websocket(py, &parts)
-        {
-            // Nothing after this head is HTTP if the handler accepts: keep it aside.
-            framing.upgrade = true;
-            self.reading = Reading::Upgrading;
-            self.buf.extend_from_slice(&data[pos..]);
-            self.dispatch(py, parts, framing)?;
-            return Ok(data.len());
-        }
-        if !matches!(head.body, BodyKind::Empty) && self.streams_body(py, &parts) {
-            let length = match head.body {
-                BodyKind::Length(n) => Some(n),
-                _ => None,
-            };
-            self.start_upload(py, parts, length, head.expect_continue, framing)?;
-            return Ok(pos);
-        }
-        let state = match head.body {
-            BodyKind::Empty => None,
-            BodyKind::Length(n) => {
-                let avail = (data.len() - pos) as u64;
-                if avail >= n {
-                    // n <= avail, which came from a usize.
-                    let end = pos + usize::try_from(n).unwrap_or(usize::MAX);
-                    parts.body = Body::Slice(pos - start..end - start);
-                    pos = end;
-                    None
-                } else {
-                    let body = data[pos..].to_vec();
-                    pos = data.len();
-                    Some(BodyState::Length {
-                        remaining: n - body.len() as u64,
-                        data: body,
-                    })
-                }
+        self.core.recycle(head.headers);
+        if matches!(head.body, BodyKind::Empty) {
+            if head.upgrade && framing.keep_alive && self.disp.get().is_websocket(py, &parts) {
+                // Nothing after this head is HTTP if the handler accepts: keep it aside.
+                framing.upgrade = true;
+                self.core.upgrade(data, pos);
             }
-            BodyKind::Chunked => {
-                let mut decoder = ChunkedDecoder::new(&self.disp.get().limits);
-                let mut body = Vec::new();
-                match decoder.decode(&data[pos..], &mut body) {
-                    Ok((used, true)) => {
-                        pos += used;
-                        parts.body = Body::Owned(body);
-                        None
-                    }
-                    Ok((used, false)) => {
-                        pos += used;
-                        Some(BodyState::Chunked {
-                            decoder,
-                            data: body,
-                        })
-                    }
-                    Err(e) => {
-                        self.fail(&e);
-                        return Ok(data.len());
-                    }
-                }
+            return self.dispatch(py, parts, framing);
+        }
+        if self.streams_body(py, &parts) {
+            return self.start_upload(py, parts, &head.body, head.expect_continue, framing);
+        }
+        let disp = self.disp.get();
+        let held = Pending { parts, framing };
+        match self.core.begin_body(held, &head.body, head.expect_continue, data, pos, &disp.limits) {
+            Begin::Ready(Pending { mut parts, framing }, body) => {
+                parts.body = match body {
+                    conn::Body::Empty => Body::Empty,
+                    conn::Body::Slice(range) => Body::Slice(range.start - start..range.end - start),
+                    conn::Body::Owned(bytes) => Body::Owned(bytes),
+                };
+                self.dispatch(py, parts, framing)
             }
-        };
-        match state {
-            None => self.dispatch(py, parts, framing)?,
-            Some(state) => {
-                if head.expect_continue {
-                    self.emit_bytes(encode::CONTINUE.to_vec());
-                }
-                self.reading = Reading::Body(Box::new(Pending {
-                    parts,
-                    framing,
-                    state,
-                }));
+            Begin::Collecting => Ok(()),
+            Begin::Reject(err) => {
+                self.fail(&err);
+                Ok(())
             }
         }
-        Ok(pos)
     }
 
     /// Answers a request that could not be parsed and stops reading.
@@ -641,34 +414,17 @@ impl Connection {
                 );
             });
         }
-        self.emit_bytes(bytes);
-        self.reading = Reading::Stopped;
-        self.closing = true;
-        self.buf.clear();
+        self.core.emit(bytes);
+        self.core.stop_after_response();
     }
 
-    fn emit_bytes(&mut self, bytes: Vec<u8>) {
-        if self.queue.is_empty() {
-            self.out.extend_from_slice(&bytes);
-        } else {
-            let seq = self.next_seq;
-            self.next_seq += 1;
-            self.queue.push_back(Slot {
-                seq,
-                bytes: Some(bytes),
-                pending: None,
-                stream: None,
-            });
-        }
-    }
-
+    /// An answer with this framing closes the connection after it: read no more.
     fn note_framing(&mut self, framing: Framing) {
         if !framing.keep_alive {
-            self.stop_after_response();
+            self.core.stop_after_response();
         }
     }
 
-    /// Closes the connection after the responses already queued; reads no more.
     /// The framing for an answer to `parts`: closing when its streamed body is still
     /// being read (the rest of it is never read).
     /// The same for any answer but the `101` to a WebSocket handshake, which left
@@ -680,12 +436,6 @@ impl Connection {
             self.note_framing(framing);
         }
         framing
-    }
-
-    fn stop_after_response(&mut self) {
-        self.closing = true;
-        self.reading = Reading::Stopped;
-        self.buf.clear();
     }
 
     /// Routes one complete request and runs its handler.
@@ -703,7 +453,7 @@ impl Connection {
         self.note_framing(framing);
         let mut exchange = self.exchange_for(py, &parts);
         if disp.overload.queue_timeout.is_some() {
-            let since = self.waiting_since.unwrap_or(self.batch_start);
+            let since = self.core.waiting_since.unwrap_or(self.batch_start);
             if disp
                 .overload
                 .too_late(since.elapsed() + disp.overload.queued_work())
@@ -889,20 +639,12 @@ impl Connection {
             }
             return Ok(());
         }
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.queue.push_back(Slot {
-            seq,
-            bytes: None,
-            pending: Some(Running {
-                task: task.clone().unbind(),
-                started: Instant::now(),
-                framing,
-                request: request.clone_ref(py),
-            }),
-            stream: None,
-        });
-        self.in_flight += 1;
+        let running = Running {
+            task: task.clone().unbind(),
+            framing,
+            request: request.clone_ref(py),
+        };
+        let seq = self.core.reserve(running, Instant::now());
         self.disp.get().overload.started(py);
         let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
             return Err(PyTypeError::new_err("connection is not attached"));
@@ -925,11 +667,7 @@ impl Connection {
         result: &Bound<'_, PyAny>,
         framing: Framing,
     ) {
-        let mut bytes = if self.queue.is_empty() {
-            mem::take(&mut self.out)
-        } else {
-            Vec::new()
-        };
+        let mut bytes = self.core.direct().map(std::mem::take).unwrap_or_default();
         let req = request.get();
         // Only the answer to a WebSocket route's upgrade request can be a `101`
         // (`framing.upgrade`): no other result is asked (a failed attribute lookup
@@ -957,10 +695,9 @@ impl Connection {
             ),
         };
         self.record_response(py, &req.parts, &req.exchange, sent);
-        if self.queue.is_empty() {
-            self.out = bytes;
-        } else {
-            self.emit_bytes(bytes);
+        match self.core.direct() {
+            Some(out) => *out = bytes,
+            None => self.core.emit(bytes),
         }
     }
 
@@ -979,7 +716,7 @@ impl Connection {
             &mut bytes,
         );
         self.record_response(py, &req.parts, &req.exchange, sent);
-        self.emit_bytes(bytes);
+        self.core.emit(bytes);
     }
 
     /// Emits a response the core made itself (404, 405, 503) for a routed head.
@@ -999,12 +736,12 @@ impl Connection {
             request_id_line: &exchange.id_line,
             request_id_name: disp.request_ids.as_ref().map_or("", |ids| ids.name()),
         };
-        let sent = if self.queue.is_empty() {
-            resp.encode_into(py, &mut self.out, framing, common)
+        let sent = if let Some(out) = self.core.direct() {
+            resp.encode_into(py, out, framing, common)
         } else {
             let mut bytes = Vec::new();
             let sent = resp.encode_into(py, &mut bytes, framing, common);
-            self.emit_bytes(bytes);
+            self.core.emit(bytes);
             sent
         };
         self.record_response(py, parts, exchange, sent);
@@ -1013,48 +750,21 @@ impl Connection {
     /// Moves every ready response at the front of the queue into `out` and says
     /// what to do with the transport.
     fn collect(&mut self, py: Python<'_>) -> Actions {
-        let mut actions = Actions::default();
-        while self.stream.is_none() {
-            let Some(front) = self.queue.front_mut() else {
-                break;
-            };
-            let Some(b) = front.bytes.take() else {
-                break;
-            };
-            if let Some(plan) = front.stream.take() {
-                // Its head goes out now; the slot stays at the front until its body ends.
-                self.out.extend_from_slice(&b);
-                actions.start_stream = Some(self.begin_stream(*plan));
-                break;
-            }
-            self.queue.pop_front();
-            self.out.extend_from_slice(&b);
-        }
-        if !self.out.is_empty() && !self.closed {
+        let actions = self.core.collect(stream::activate);
+        let write = actions.write.then(|| {
             // Copied once into the bytes object the transport takes; `out` keeps its
             // capacity for the next batch.
-            actions.write = Some(PyBytes::new(py, &self.out).unbind());
-            self.out.clear();
+            let bytes = PyBytes::new(py, &self.core.out).unbind();
+            self.core.out.clear();
+            bytes
+        });
+        Actions {
+            write,
+            close: actions.close,
+            pause_reading: actions.pause_reading,
+            resume_reading: actions.resume_reading,
+            start_stream: actions.start_stream,
         }
-        if self.closing && self.queue.is_empty() && !self.closed {
-            actions.close = true;
-            self.closed = true;
-        }
-        let want_pause = self.writing_paused
-            || (self.stream.is_some() && !self.buf.is_empty())
-            || self.paused_for_pipeline
-            || self.paused_for_concurrency
-            || self.paused_for_upload
-            || self.paused_for_capacity
-            || (matches!(self.reading, Reading::Upgrading) && !self.buf.is_empty());
-        if want_pause && !self.reading_paused && !self.closed {
-            self.reading_paused = true;
-            actions.pause_reading = true;
-        } else if !want_pause && self.reading_paused && !self.closed {
-            self.reading_paused = false;
-            actions.resume_reading = true;
-        }
-        actions
     }
 
     fn perform(
@@ -1110,11 +820,7 @@ impl Connection {
     /// This connection is over (lost, or handed to another protocol): nothing more
     /// is read or written, and the transport <-> protocol and completion cycles break.
     fn detach(&mut self) {
-        self.closed = true;
-        self.reading = Reading::Stopped;
-        self.buf = Vec::new();
-        self.out = Vec::new();
-        self.queue.clear();
+        self.core.detach();
         self.transport = None;
         self.write = None;
         self.self_ref = None;
@@ -1124,23 +830,20 @@ impl Connection {
         self.end_iteration = None;
     }
 
-    /// Parses input that waited in `buf` (after a pause), as if it just arrived.
-    fn drain_buffered(&mut self, py: Python<'_>) -> PyResult<()> {
-        if self.buf.is_empty()
-            || self.in_flight >= self.disp.get().max_pipelined
-            || (self.paused_for_concurrency && !self.disp.get().overload.has_room())
-            || self.writing_paused
-            || self.stream.is_some()
-            || self.paused_for_upload
-            || matches!(self.reading, Reading::Stopped)
-        {
-            return Ok(());
-        }
-        self.paused_for_pipeline = false;
-        self.paused_for_output = false;
-        self.paused_for_concurrency = false;
-        let chunk = PyBytes::new(py, &mem::take(&mut self.buf));
-        self.process(py, &chunk, 0)
+    /// Parses input that waited in the buffer (after a pause), as if it just
+    /// arrived; returns whether there was any to parse.
+    fn drain_buffered(&mut self, py: Python<'_>) -> PyResult<bool> {
+        let disp = self.disp.get();
+        let env = Env {
+            limits: &disp.limits,
+            max_pipelined: disp.max_pipelined,
+            room: disp.overload.has_room(),
+        };
+        let Some(buffered) = self.core.take_buffered(&env) else {
+            return Ok(false);
+        };
+        let chunk = PyBytes::new(py, &buffered);
+        self.process(py, &chunk, 0).map(|()| true)
     }
 }
 
@@ -1215,7 +918,7 @@ impl Connection {
         this.write = Some(transport.getattr("write")?.unbind());
         this.transport = Some(transport.clone().unbind());
         this.self_ref = Some(slf.clone().unbind());
-        this.last_activity = Instant::now();
+        this.core.last_activity = Instant::now();
         let id = this.id;
         drop(this);
         d.register(id, slf.clone().unbind());
@@ -1223,7 +926,7 @@ impl Connection {
             // Over the worker's connection cap: accepted, but not served until another
             // connection closes. (Reading cannot be paused here: uvloop starts reading
             // after connection_made returns; the first read is kept and pauses it.)
-            slf.borrow_mut().paused_for_capacity = true;
+            slf.borrow_mut().core.pauses.set(conn::Pause::Capacity);
         }
         // A connection accepted just before the drain began (its connection_made runs
         // after the listener closed) is still served: its first response carries
@@ -1233,11 +936,9 @@ impl Connection {
 
     fn data_received(slf: &Bound<'_, Self>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
         Self::with_borrow(slf, |this, py| {
-            this.last_activity = Instant::now();
-            let wall = std::time::SystemTime::now();
-            this.set_clock(this.last_activity, wall);
+            let now = Instant::now();
+            this.set_clock(now, std::time::SystemTime::now());
             if let (Some(lp), Some(marker)) = (&this.event_loop, &this.end_iteration) {
-                let now = this.last_activity;
                 let overload = &this.disp.get().overload;
                 let mut since = overload.iteration_start(py, now, lp, marker);
                 if this.first_read || overload.may_be_stale(now) {
@@ -1249,42 +950,20 @@ impl Connection {
                 this.first_read = false;
                 this.batch_start = since;
             }
-            if matches!(this.reading, Reading::Stopped) {
-                return Ok(());
+            match this.core.received(data.as_bytes(), now, &this.disp.get().limits) {
+                Feed::Hold => Ok(()),
+                Feed::Direct => this.process(py, data, 0),
+                Feed::Joined(joined) => this.process(py, &PyBytes::new(py, &joined), 0),
             }
-            if this.paused_for_capacity {
-                this.buf.extend_from_slice(data.as_bytes());
-                return Ok(());
-            }
-            if this.buf.is_empty() {
-                return this.process(py, data, 0);
-            }
-            // An incomplete head waits in `buf`: a head can only complete on a new LF,
-            // so skip re-parsing until one arrives (unless the limits need checking).
-            let bytes = data.as_bytes();
-            this.buf.extend_from_slice(bytes);
-            let limits = &this.disp.get().limits;
-            let head_cap = limits.max_start_line + limits.max_header_bytes;
-            if this.paused_for_pipeline
-                || this.paused_for_output
-                || this.paused_for_concurrency
-                || this.paused_for_upload
-                || (matches!(this.reading, Reading::Head)
-                    && !bytes.contains(&b'\n')
-                    && this.buf.len() <= head_cap)
-            {
-                return Ok(());
-            }
-            let chunk = PyBytes::new(py, &mem::take(&mut this.buf));
-            this.process(py, &chunk, 0)
         })?;
         // Requests held back while a large batch of responses was written: go on
         // with them now unless the transport asked us to pause.
-        while {
-            let this = slf.borrow();
-            this.paused_for_output && !this.writing_paused && !this.closed && this.stream.is_none()
-        } {
-            Self::with_borrow(slf, Connection::drain_buffered)?;
+        let mut more = true;
+        while more && slf.borrow().core.output_freed() {
+            Self::with_borrow(slf, |this, py| {
+                more = this.drain_buffered(py)?;
+                Ok(())
+            })?;
         }
         Ok(())
     }
@@ -1299,10 +978,7 @@ impl Connection {
         Self::with_borrow(slf, |this, _py| {
             // The client sent everything it will send. Answer what is in flight, then
             // close; an incomplete request is dropped.
-            this.reading = Reading::Stopped;
-            this.buf.clear();
-            this.closing = true;
-            keep_open = !this.queue.is_empty();
+            keep_open = this.core.end_of_input();
             Ok(())
         })?;
         Ok(keep_open)
@@ -1314,9 +990,10 @@ impl Connection {
         let py = slf.py();
         let (disp, id, pump, unstarted) = {
             let mut this = slf.borrow_mut();
-            let pump = this.stream.as_mut().and_then(|s| s.task.take());
+            let pump = this.core.stream.as_mut().and_then(|s| s.task.take());
             // Streamed answers still queued never start: they are told so below.
             let unstarted: Vec<Py<PyAny>> = this
+                .core
                 .queue
                 .iter_mut()
                 .filter_map(|slot| slot.stream.take().map(|plan| plan.into_object()))
@@ -1340,8 +1017,7 @@ impl Connection {
 
     fn pause_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
         Self::with_borrow(slf, |this, _py| {
-            this.writing_paused = true;
-            this.write_paused_since = Some(Instant::now());
+            this.core.set_writing_paused(true, Instant::now());
             Ok(())
         })
     }
@@ -1349,10 +1025,9 @@ impl Connection {
     fn resume_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
         let mut waiter = None;
         Self::with_borrow(slf, |this, py| {
-            this.writing_paused = false;
-            this.write_paused_since = None;
-            waiter = this.stream.as_mut().and_then(|s| s.waiter.take());
-            this.drain_buffered(py)
+            this.core.set_writing_paused(false, Instant::now());
+            waiter = this.core.stream.as_mut().and_then(|s| s.waiter.take());
+            this.drain_buffered(py).map(drop)
         })?;
         stream::wake(slf.py(), waiter)
     }
@@ -1360,6 +1035,6 @@ impl Connection {
     /// Requests in flight on this connection (handlers that have not answered yet).
     #[getter]
     fn in_flight(&self) -> usize {
-        self.in_flight
+        self.core.in_flight
     }
 }

@@ -25,9 +25,9 @@ impl Completion {
         disp.get().overload.finished(py);
         let mut unsent = None;
         Connection::with_borrow(conn, |this, py| {
-            this.in_flight = this.in_flight.saturating_sub(1);
+            this.core.handler_done();
             this.set_clock(std::time::Instant::now(), std::time::SystemTime::now());
-            if this.closed {
+            if this.core.closed {
                 // The client left first: a streamed answer is told it will never start.
                 unsent = task
                     .call_method0("result")
@@ -36,12 +36,12 @@ impl Completion {
                     .map(Bound::unbind);
                 return Ok(());
             }
-            let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) else {
+            let Some(slot) = this.core.slot_mut(self.seq) else {
                 return Ok(());
             };
             if slot.bytes.is_some() {
                 // Already answered 504 at its deadline; the cancelled task ends here.
-                return this.drain_buffered(py);
+                return this.drain_buffered(py).map(drop);
             }
             slot.pending = None;
             let disp = this.disp.clone_ref(py);
@@ -90,11 +90,11 @@ impl Completion {
             if let Some(plan) = &plan {
                 this.note_stream(plan);
             }
-            if let Some(slot) = this.queue.iter_mut().find(|s| s.seq == self.seq) {
+            if let Some(slot) = this.core.slot_mut(self.seq) {
                 slot.bytes = Some(bytes);
                 slot.stream = plan;
             }
-            this.drain_buffered(py)
+            this.drain_buffered(py).map(drop)
         })?;
         if let Some(obj) = unsent {
             obj.call_method0(py, "_veter_abandon")?;
@@ -102,8 +102,8 @@ impl Completion {
         // A handler slot freed: let connections waiting for one go on, in order.
         while let Some(waiting) = disp.get().overload.next_waiting() {
             Connection::with_borrow(waiting.bind(py), |this, py| {
-                let resumed = this.drain_buffered(py);
-                this.waiting_since = None;
+                let resumed = this.drain_buffered(py).map(drop);
+                this.core.waiting_since = None;
                 resumed
             })?;
         }

@@ -33,9 +33,9 @@ impl Connection {
             }
         };
         disp.get().overload.defer();
-        let before = self.in_flight;
+        let before = self.core.in_flight;
         let started = self.start_task(py, &coro, request, framing, false);
-        if self.in_flight == before {
+        if self.core.in_flight == before {
             // Not queued after all (it failed to start): nothing waits for it.
             disp.get().overload.deferred_started();
         }

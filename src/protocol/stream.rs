@@ -14,7 +14,7 @@ use pyo3::exceptions::{PyConnectionResetError, PyNotImplementedError, PyValueErr
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
-use super::{Connection, Slot};
+use super::Connection;
 use crate::http1::encode::{self, BodyLength, Framing};
 use crate::request::Request;
 use crate::response::{check_header_name, check_header_value, check_status};
@@ -192,47 +192,39 @@ pub fn plan(
     })
 }
 
+/// The front slot's stream begins: its state while it is written, and what the
+/// pump needs to start.
+pub fn activate(plan: Box<Plan>) -> (Active, (Py<PyAny>, bool)) {
+    let active = Active {
+        length: plan.length,
+        status: plan.status,
+        request: plan.request,
+        written: 0,
+        remaining: match plan.length {
+            BodyLength::Known(n) => n,
+            _ => 0,
+        },
+        send_body: plan.send_body,
+        upgrade: plan.upgrade,
+        task: None,
+        waiter: None,
+    };
+    (active, (plan.obj, plan.send_body))
+}
+
 impl Connection {
     /// Queues a streamed response: `head` holds its head (and anything before it).
     pub(super) fn queue_stream(&mut self, head: Vec<u8>, plan: Box<Plan>) {
-        if plan.length == BodyLength::UntilClose {
-            self.stop_after_response();
-        }
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.queue.push_back(Slot {
-            seq,
-            bytes: Some(head),
-            pending: None,
-            stream: Some(plan),
-        });
+        self.note_stream(&plan);
+        self.core.queue_stream(head, plan);
     }
 
     /// Marks the plan of a finished handler's slot; the body closes the connection
     /// when its length is unknown to an HTTP/1.0 client.
     pub(super) fn note_stream(&mut self, plan: &Plan) {
         if plan.length == BodyLength::UntilClose {
-            self.stop_after_response();
+            self.core.stop_after_response();
         }
-    }
-
-    /// The front slot's stream begins: what the pump needs to start.
-    pub(super) fn begin_stream(&mut self, plan: Plan) -> (Py<PyAny>, bool) {
-        self.stream = Some(Active {
-            length: plan.length,
-            status: plan.status,
-            request: plan.request,
-            written: 0,
-            remaining: match plan.length {
-                BodyLength::Known(n) => n,
-                _ => 0,
-            },
-            send_body: plan.send_body,
-            upgrade: plan.upgrade,
-            task: None,
-            waiter: None,
-        });
-        (plan.obj, plan.send_body)
     }
 
     /// Starts the pump of a stream that reached the front (connection unborrowed).
@@ -250,7 +242,7 @@ impl Connection {
         )?;
         match obj.call_method1(py, "_veter_start", (writer, send_body)) {
             Ok(task) => {
-                if let Some(active) = slf.borrow_mut().stream.as_mut() {
+                if let Some(active) = slf.borrow_mut().core.stream.as_mut() {
                     active.task = Some(task);
                 }
                 Ok(())
@@ -273,7 +265,7 @@ pub struct StreamWriter {
 impl StreamWriter {
     fn finish(conn: &Bound<'_, Connection>, ok: bool) -> PyResult<()> {
         Connection::with_borrow(conn, |this, py| {
-            let Some(active) = this.stream.take() else {
+            let Some(active) = this.core.stream.take() else {
                 return Ok(());
             };
             if let Some(request) = &active.request {
@@ -285,25 +277,19 @@ impl StreamWriter {
                 };
                 this.record_response(py, &req.parts, &req.exchange, sent);
             }
-            if this.closed {
-                return Ok(());
-            }
-            this.queue.pop_front();
             let complete = ok
                 && (!active.send_body
                     || !matches!(active.length, BodyLength::Known(_))
                     || active.remaining == 0);
-            if !complete {
-                // The body is cut short: close without the last chunk, so the client
-                // sees an incomplete response, and drop what was pipelined behind it.
-                this.queue.clear();
-                this.stop_after_response();
+            // Cut short, the body ends without its last chunk, so the client sees an
+            // incomplete response, and what was pipelined behind it is dropped.
+            if !this.core.end_stream(complete) {
                 return Ok(());
             }
             if active.send_body && active.length == BodyLength::Chunked {
-                this.out.extend_from_slice(b"0\r\n\r\n");
+                this.core.out.extend_from_slice(b"0\r\n\r\n");
             }
-            this.drain_buffered(py)
+            this.drain_buffered(py).map(drop)
         })
     }
 }
@@ -317,10 +303,10 @@ impl StreamWriter {
         let conn = self.conn.bind(py);
         let (write, transport, payload) = {
             let mut this = conn.borrow_mut();
-            if this.closed {
+            if this.core.closed {
                 return Err(PyConnectionResetError::new_err("the client disconnected"));
             }
-            let Some(active) = this.stream.as_mut() else {
+            let Some(active) = this.core.stream.as_mut() else {
                 return Err(PyValueError::new_err("the stream has ended"));
             };
             let bytes = data.as_bytes();
@@ -362,7 +348,7 @@ impl StreamWriter {
         if transport.call_method0(py, "is_closing")?.is_truthy(py)? {
             return Err(PyConnectionResetError::new_err("the client disconnected"));
         }
-        Ok(conn.borrow().writing_paused)
+        Ok(conn.borrow().core.writing_paused())
     }
 
     /// Parks `future` until the transport drains below its low watermark.
@@ -370,8 +356,8 @@ impl StreamWriter {
         let conn = self.conn.bind(py);
         let ready = {
             let mut this = conn.borrow_mut();
-            let paused = this.writing_paused && !this.closed;
-            if let (true, Some(active)) = (paused, this.stream.as_mut()) {
+            let paused = this.core.writing_paused() && !this.core.closed;
+            if let (true, Some(active)) = (paused, this.core.stream.as_mut()) {
                 active.waiter = Some(future.clone().unbind());
                 false
             } else {
@@ -391,15 +377,15 @@ impl StreamWriter {
         let conn = self.conn.bind(py);
         let (transport, rest, resume, disp, id) = {
             let mut this = conn.borrow_mut();
-            if this.closed {
+            if this.core.closed {
                 return Err(PyConnectionResetError::new_err("the client disconnected"));
             }
-            if !this.stream.as_ref().is_some_and(|a| a.upgrade) {
+            if !this.core.stream.as_ref().is_some_and(|a| a.upgrade) {
                 return Err(PyValueError::new_err(
                     "only the answer to an accepted WebSocket handshake can upgrade",
                 ));
             }
-            let Some(active) = this.stream.take() else {
+            let Some(active) = this.core.stream.take() else {
                 return Ok(());
             };
             if let Some(request) = &active.request {
@@ -410,8 +396,8 @@ impl StreamWriter {
                 };
                 this.record_response(py, &req.parts, &req.exchange, sent);
             }
-            let rest = std::mem::take(&mut this.buf);
-            let resume = this.reading_paused;
+            let rest = std::mem::take(&mut this.core.buf);
+            let resume = this.core.reading_paused;
             let transport = this.transport.take();
             this.detach();
             (transport, rest, resume, this.disp.clone_ref(py), this.id)

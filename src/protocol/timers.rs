@@ -5,71 +5,39 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-use super::{Connection, Reading, Slot};
+use super::Connection;
+use crate::conn::Tick;
 use crate::http1::encode;
 use crate::response::TEXT_PLAIN;
-use crate::timeouts::{expired, Timeouts};
+use crate::timeouts::Timeouts;
 
 impl Connection {
     /// Enforces the timeouts of this connection (see `timeouts.rs`); returns
     /// whether it is being closed.
     pub fn check_timers(slf: &Bound<'_, Self>, now: Instant, t: &Timeouts) -> PyResult<bool> {
         let py = slf.py();
-        let abort = {
+        let tick = {
             let Ok(mut this) = slf.try_borrow_mut() else {
                 return Ok(false);
             };
-            if this.closed {
-                return Ok(false);
-            }
-            if this
-                .write_paused_since
-                .is_some_and(|since| expired(now, since, t.write))
-            {
+            let tick = this.core.tick(now, t);
+            if tick == Tick::Abort {
                 // The client stopped reading: drop it and what it has not read.
-                this.reading = Reading::Stopped;
-                this.closed = true;
-                this.transport.as_ref().map(|tr| tr.clone_ref(py))
-            } else {
-                None
+                let transport = this.transport.as_ref().map(|tr| tr.clone_ref(py));
+                drop(this);
+                if let Some(transport) = transport {
+                    transport.call_method0(py, "abort")?;
+                }
+                return Ok(true);
             }
+            tick
         };
-        if let Some(transport) = abort {
-            transport.call_method0(py, "abort")?;
-            return Ok(true);
-        }
         let mut cancel = Vec::new();
-        let mut closing = false;
-        Self::with_borrow(slf, |this, _py| {
-            match &this.reading {
-                Reading::Head if this.is_idle() => {
-                    if expired(now, this.last_activity, t.keepalive) {
-                        this.reading = Reading::Stopped;
-                        this.closing = true;
-                        closing = true;
-                    }
-                }
-                Reading::Head if !this.paused_for_pipeline => {
-                    if this
-                        .head_started
-                        .is_some_and(|since| expired(now, since, t.header))
-                    {
-                        this.fail_with(408, "request head not received in time");
-                        closing = true;
-                    }
-                }
-                Reading::Stream(_) => {
-                    if !this.paused_for_upload && expired(now, this.last_activity, t.body) {
-                        this.expire_upload(py);
-                    }
-                }
-                Reading::Body(_) => {
-                    if expired(now, this.last_activity, t.body) {
-                        this.fail_with(408, "request body not received in time");
-                        closing = true;
-                    }
-                }
-                Reading::Head | Reading::Upgrading | Reading::Stopped => {}
+        Self::with_borrow(slf, |this, py| {
+            match tick {
+                Tick::Late(reason) => this.fail_with(408, reason),
+                Tick::UploadLate => this.expire_upload(py),
+                Tick::Nothing | Tick::Close | Tick::Abort => {}
             }
             if let Some(limit) = t.request {
                 this.expire_handlers(py, now, limit, &mut cancel);
@@ -79,7 +47,7 @@ impl Connection {
         for task in cancel {
             task.call_method0(py, "cancel")?;
         }
-        Ok(closing)
+        Ok(matches!(tick, Tick::Close | Tick::Late(_)))
     }
 
     /// Answers 504 for every handler past its deadline and hands back their tasks
@@ -91,22 +59,16 @@ impl Connection {
         limit: Duration,
         cancel: &mut Vec<Py<PyAny>>,
     ) {
-        let due = |slot: &Slot| {
-            slot.bytes.is_none()
-                && slot
-                    .pending
-                    .as_ref()
-                    .is_some_and(|run| expired(now, run.started, limit))
-        };
-        if !self.queue.iter().any(due) {
+        let due = self.core.overdue(now, limit);
+        if due.is_empty() {
             return;
         }
         self.date = encode::date_line();
         let mut answered = Vec::new();
-        for slot in &mut self.queue {
-            if !due(slot) {
+        for seq in due {
+            let Some(slot) = self.core.slot_mut(seq) else {
                 continue;
-            }
+            };
             let Some(run) = slot.pending.take() else {
                 continue;
             };

@@ -15,22 +15,16 @@
 
 use pyo3::prelude::*;
 
-use super::{Connection, Reading};
+use super::Connection;
 use crate::body_stream::BodyStream;
 use crate::dispatcher::Dispatcher;
-use crate::http1::body::ChunkedDecoder;
+use crate::http1::error::ParseError;
+use crate::http1::parse::BodyKind;
 use crate::request::{Body, Parts};
 use crate::router::tree::Lookup;
 
-/// How the rest of a streamed body is framed.
-pub enum Framing {
-    Length { remaining: u64 },
-    Chunked(Box<ChunkedDecoder>),
-}
-
-/// The connection's side of a body being streamed.
+/// The reader of a body being streamed, as the connection core holds it.
 pub struct Upload {
-    pub framing: Framing,
     pub stream: Py<BodyStream>,
 }
 
@@ -85,76 +79,46 @@ impl Connection {
         &mut self,
         py: Python<'_>,
         mut parts: Parts,
-        length: Option<u64>,
+        kind: &BodyKind,
         expect_continue: bool,
         framing: crate::http1::encode::Framing,
     ) -> PyResult<()> {
-        let framing_kind = match length {
-            Some(n) => Framing::Length { remaining: n },
-            None => Framing::Chunked(Box::new(ChunkedDecoder::new(&self.disp.get().limits))),
-        };
         let conn = self.self_ref.as_ref().map(|c| c.clone_ref(py).into_any());
         let stream = Py::new(py, BodyStream::new(conn))?;
         parts.body = Body::Stream(stream.clone_ref(py));
-        self.reading = Reading::Stream(Box::new(Upload {
-            framing: framing_kind,
-            stream,
-        }));
-        if expect_continue {
-            self.emit_bytes(crate::http1::encode::CONTINUE.to_vec());
-        }
+        let upload = Upload { stream };
+        let limits = &self.disp.get().limits;
+        self.core.stream_body(upload, kind, expect_continue, limits);
         self.dispatch(py, parts, framing)
     }
 
-    /// Hands the body bytes at `data[*pos..]` to the streamed body being read;
-    /// returns whether parsing should go on (the body ended and more may follow).
-    pub(super) fn feed_upload(&mut self, py: Python<'_>, data: &[u8], pos: &mut usize) -> bool {
-        let Reading::Stream(upload) = &mut self.reading else {
-            return true;
-        };
-        if self.paused_for_upload {
-            self.buf.extend_from_slice(&data[*pos..]);
-            return false;
-        }
-        let (bytes, done, error) = match &mut upload.framing {
-            Framing::Length { remaining } => {
-                let avail = data.len() - *pos;
-                let take = usize::try_from(*remaining).map_or(avail, |r| r.min(avail));
-                let bytes = data[*pos..*pos + take].to_vec();
-                *pos += take;
-                *remaining -= take as u64;
-                (bytes, *remaining == 0, None)
-            }
-            Framing::Chunked(decoder) => {
-                let mut out = Vec::new();
-                match decoder.decode(&data[*pos..], &mut out) {
-                    Ok((used, done)) => {
-                        *pos += used;
-                        (out, done, None)
-                    }
-                    Err(e) => (out, false, Some((e.status(), e.reason().to_owned()))),
-                }
-            }
+    /// Hands body bytes to the streamed body being read; pauses reading when more
+    /// than its high mark waits unread.
+    pub(super) fn feed_upload(&mut self, py: Python<'_>, bytes: Vec<u8>) {
+        let Some(upload) = self.core.upload() else {
+            return;
         };
         let stream = upload.stream.clone_ref(py);
-        let pause = stream.get().push(py, bytes);
-        if let Some(failure) = error {
-            // The handler answers (its read raises HTTPException); then the connection
-            // closes: where the next request would start is unknown.
-            stream.get().finish(py, Some(failure));
-            self.stop_after_response();
-            return false;
+        if stream.get().push(py, bytes) {
+            self.core.pauses.set(crate::conn::Pause::Upload);
         }
-        if done {
-            stream.get().finish(py, None);
-            self.reading = Reading::Head;
-            return true;
+    }
+
+    /// The streamed body's last bytes: it is complete, or broken (the handler's read
+    /// raises `HTTPException` and the connection closes after its answer: where the
+    /// next request would start is unknown).
+    pub(super) fn end_upload(
+        py: Python<'_>,
+        bytes: Vec<u8>,
+        end: &Result<(), ParseError>,
+        upload: Upload,
+    ) {
+        let stream = upload.stream.get();
+        stream.push(py, bytes);
+        match end {
+            Ok(()) => stream.finish(py, None),
+            Err(e) => stream.finish(py, Some((e.status(), e.reason().to_owned()))),
         }
-        if pause {
-            self.paused_for_upload = true;
-            self.buf.extend_from_slice(&data[*pos..]);
-        }
-        false
     }
 
     /// True when `parts` is a request whose streamed body is still being read: its
@@ -165,13 +129,13 @@ impl Connection {
 
     /// The body timeout for a streamed body: its handler gets a 408 `HTTPException`.
     pub(super) fn expire_upload(&mut self, py: Python<'_>) {
-        if let Reading::Stream(upload) = &self.reading {
+        if let Some(upload) = self.core.upload() {
             let stream = upload.stream.clone_ref(py);
             stream.get().finish(
                 py,
                 Some((408, "request body not received in time".to_owned())),
             );
-            self.stop_after_response();
+            self.core.stop_after_response();
         }
     }
 }
@@ -181,21 +145,20 @@ impl Connection {
     /// after by the loop, see `BodyStream.__anext__`).
     pub(super) fn resume_upload(slf: &Bound<'_, Self>) -> PyResult<()> {
         Self::with_borrow(slf, |this, py| {
-            if !this.paused_for_upload {
+            if !this.core.pauses.contains(crate::conn::Pause::Upload) {
                 return Ok(());
             }
-            let more = match &this.reading {
-                Reading::Stream(upload) => upload.stream.get().wants_more(),
-                _ => true,
-            };
-            if more {
-                this.paused_for_upload = false;
-                if !this.buf.is_empty() {
-                    let chunk = pyo3::types::PyBytes::new(py, &std::mem::take(&mut this.buf));
-                    return this.process(py, &chunk, 0);
-                }
+            let more = this
+                .core
+                .upload()
+                .map_or(true, |upload| upload.stream.get().wants_more());
+            if !more {
+                return Ok(());
             }
-            Ok(())
+            match this.core.resume_upload() {
+                Some(held) => this.process(py, &pyo3::types::PyBytes::new(py, &held), 0),
+                None => Ok(()),
+            }
         })
     }
 }
