@@ -309,10 +309,11 @@ impl Connection {
             match self.core.next_event(data, &mut pos, &env) {
                 Event::Wait => return Ok(()),
                 Event::Head { head, start } => self.start_request(py, chunk, &mut pos, start, head)?,
-                Event::Collected { held, body } => {
-                    let Pending { mut parts, framing } = held;
-                    parts.body = Body::Owned(body);
-                    self.dispatch(py, parts, framing)?;
+                Event::Collected(collected) => {
+                    if let (Some(Pending { mut parts, framing }), body) = collected.into_parts() {
+                        parts.body = Body::Owned(body);
+                        self.dispatch(py, parts, framing)?;
+                    }
                 }
                 Event::Upload { bytes } => self.feed_upload(py, bytes),
                 Event::UploadEnd { bytes, end, upload } => Self::end_upload(py, bytes, &end, upload),
@@ -366,9 +367,9 @@ impl Connection {
             return self.start_upload(py, parts, &head.body, head.expect_continue, framing);
         }
         let disp = self.disp.get();
-        let held = Pending { parts, framing };
-        match self.core.begin_body(held, &head.body, head.expect_continue, data, pos, &disp.limits) {
-            Begin::Ready(Pending { mut parts, framing }, body) => {
+        let mut parts = parts;
+        match self.core.begin_body(&head.body, head.expect_continue, data, pos, &disp.limits) {
+            Begin::Ready(body) => {
                 parts.body = match body {
                     conn::Body::Empty => Body::Empty,
                     conn::Body::Slice(range) => Body::Slice(range.start - start..range.end - start),
@@ -376,7 +377,10 @@ impl Connection {
                 };
                 self.dispatch(py, parts, framing)
             }
-            Begin::Collecting => Ok(()),
+            Begin::Collecting => {
+                self.core.hold(Pending { parts, framing });
+                Ok(())
+            }
             Begin::Reject(err) => {
                 self.fail(&err);
                 Ok(())

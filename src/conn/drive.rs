@@ -120,7 +120,11 @@ impl Driver {
                 Event::Wait => return,
                 Event::Queued => self.log.push("queued".into()),
                 Event::Head { head, start } => self.head(data, &mut pos, start, head),
-                Event::Collected { held, body } => self.answer(held, &body),
+                Event::Collected(collected) => {
+                    if let (Some(req), body) = collected.into_parts() {
+                        self.answer(req, &body);
+                    }
+                }
                 Event::Upload { bytes } => {
                     let name = self.core.upload().cloned().unwrap_or_default();
                     self.log.push(format!("upload {name} {}", show(&bytes)));
@@ -168,14 +172,11 @@ impl Driver {
             self.answer(req, b"<streamed>");
             return;
         }
-        match self
-            .core
-            .begin_body(req, &kind, expect, data, pos, &self.limits)
-        {
-            Begin::Ready(req, Body::Empty) => self.answer(req, b""),
-            Begin::Ready(req, Body::Slice(range)) => self.answer(req, &data[range]),
-            Begin::Ready(req, Body::Owned(body)) => self.answer(req, &body),
-            Begin::Collecting => {}
+        match self.core.begin_body(&kind, expect, data, pos, &self.limits) {
+            Begin::Ready(Body::Empty) => self.answer(req, b""),
+            Begin::Ready(Body::Slice(range)) => self.answer(req, &data[range]),
+            Begin::Ready(Body::Owned(body)) => self.answer(req, &body),
+            Begin::Collecting => self.core.hold(req),
             Begin::Reject(err) => self.reject(&err),
         }
     }

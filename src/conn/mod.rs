@@ -96,9 +96,17 @@ impl BodyFraming {
 
 /// A request body being collected before its handler runs.
 pub struct Collecting<H> {
-    held: H,
+    /// The request, from `hold`.
+    held: Option<H>,
     framing: BodyFraming,
     data: Vec<u8>,
+}
+
+impl<H> Collecting<H> {
+    /// The held request and its complete body (`None`: the shell never called `hold`).
+    pub fn into_parts(self) -> (Option<H>, Vec<u8>) {
+        (self.held, self.data)
+    }
 }
 
 /// A request body handed to its running handler as it arrives.
@@ -132,8 +140,8 @@ pub enum Event<H, U> {
     /// A head parsed at `data[start..]`; the input position is already after it.
     /// The shell answers with `begin_body`, `stream_body` or `upgrade`.
     Head { head: Head, start: usize },
-    /// The body of a held request is complete.
-    Collected { held: H, body: Vec<u8> },
+    /// The body of a held request is complete (`into_parts` gives both).
+    Collected(Box<Collecting<H>>),
     /// Bytes of a streamed body (its reader is `upload()`).
     Upload { bytes: Vec<u8> },
     /// The last bytes of a streamed body, which is complete (`Ok`) or broken (then
@@ -160,10 +168,11 @@ pub enum Body {
 }
 
 /// What `begin_body` did with a request.
-pub enum Begin<H> {
+pub enum Begin {
     /// Its body is complete: dispatch it now.
-    Ready(H, Body),
-    /// Its body is being collected (`Event::Collected` hands it back).
+    Ready(Body),
+    /// Its body is being collected: give the request to `hold` (`Event::Collected`
+    /// hands it back with the body).
     Collecting,
     /// Its body is malformed: answer the error (reading has stopped).
     Reject(ParseError),
@@ -362,8 +371,7 @@ impl<S: Shell> Core<S> {
                 else {
                     unreachable!("matched above")
                 };
-                let Collecting { held, data, .. } = *collecting;
-                Event::Collected { held, body: data }
+                Event::Collected(collecting)
             }
             Reading::Head => {
                 if rest.is_empty() {
@@ -414,33 +422,32 @@ impl<S: Shell> Core<S> {
     }
 
     /// Reads the body of the request just parsed (`kind`) from `data[*pos..]`:
-    /// whole if it is there, else collected as it arrives (`held` comes back with it).
+    /// whole if it is there, else collected as it arrives.
     pub fn begin_body(
         &mut self,
-        held: S::Held,
         kind: &BodyKind,
         expect_continue: bool,
         data: &[u8],
         pos: &mut usize,
         limits: &Limits,
-    ) -> Begin<S::Held> {
+    ) -> Begin {
         let rest = &data[*pos..];
         let framing = match kind {
-            BodyKind::Empty => return Begin::Ready(held, Body::Empty),
+            BodyKind::Empty => return Begin::Ready(Body::Empty),
             BodyKind::Length(n) => {
                 if rest.len() as u64 >= *n {
                     // n <= rest.len(), which is a usize.
                     let end = *pos + usize::try_from(*n).unwrap_or(usize::MAX);
                     let body = Body::Slice(*pos..end);
                     *pos = end;
-                    return Begin::Ready(held, body);
+                    return Begin::Ready(body);
                 }
                 BodyFraming::Length { remaining: *n }
             }
             BodyKind::Chunked => BodyFraming::Chunked(Box::new(ChunkedDecoder::new(limits))),
         };
         let mut collecting = Collecting {
-            held,
+            held: None,
             framing,
             data: Vec::new(),
         };
@@ -448,7 +455,7 @@ impl<S: Shell> Core<S> {
             Ok((used, done)) => {
                 *pos += used;
                 if done {
-                    return Begin::Ready(collecting.held, Body::Owned(collecting.data));
+                    return Begin::Ready(Body::Owned(collecting.data));
                 }
             }
             Err(e) => {
@@ -461,6 +468,13 @@ impl<S: Shell> Core<S> {
         }
         self.reading = Reading::Body(Box::new(collecting));
         Begin::Collecting
+    }
+
+    /// Keeps the request whose body `begin_body` began collecting.
+    pub fn hold(&mut self, held: S::Held) {
+        if let Reading::Body(collecting) = &mut self.reading {
+            collecting.held = Some(held);
+        }
     }
 
     /// The request just parsed hands its body (`kind`, not empty) to its handler as

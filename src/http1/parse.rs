@@ -410,6 +410,7 @@ fn parse_request_line(
     }))
 }
 
+#[inline]
 fn parse_version(v: &[u8]) -> Result<Version, ParseError> {
     match v {
         b"HTTP/1.1" => Ok(Version::Http11),
@@ -425,6 +426,7 @@ fn parse_version(v: &[u8]) -> Result<Version, ParseError> {
 }
 
 /// RFC 9112 section 3.2: which target form goes with which method.
+#[inline]
 fn check_target_form(method: &[u8], target: &[u8]) -> Result<(), ParseError> {
     // Methods are case-sensitive (RFC 9110 section 9.1): `connect` is some other
     // method, and its `host:port` target fails the absolute-form check below.
