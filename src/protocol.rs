@@ -343,7 +343,7 @@ impl Connection {
         let (path, query) = request::split_target(&data[start..], head.target.clone());
         let is_head = &data[start + head.method.start..start + head.method.end] == b"HEAD";
         let mut framing = self.framing_for(&head, is_head);
-        let parts = request::Parts {
+        let mut parts = request::Parts {
             buf: chunk.clone().unbind(),
             base: start,
             method: head.method,
@@ -351,41 +351,41 @@ impl Connection {
             path,
             query,
             version: head.version,
-            headers: head.headers.drain(..).collect::<SmallVec<_>>(),
+            headers: SmallVec::new(),
             body: Body::Empty,
         };
+        // Extended in place: collecting into a new SmallVec and moving it into the
+        // request measured a 136-byte copy per request.
+        parts.headers.extend(head.headers.drain(..));
         self.core.recycle(head.headers);
-        if matches!(head.body, BodyKind::Empty) {
+        parts.body = if matches!(head.body, BodyKind::Empty) {
             if head.upgrade && framing.keep_alive && self.disp.get().is_websocket(py, &parts) {
                 // Nothing after this head is HTTP if the handler accepts: keep it aside.
                 framing.upgrade = true;
                 self.core.upgrade(data, pos);
             }
-            return self.dispatch(py, parts, framing);
-        }
-        if self.streams_body(py, &parts) {
+            Body::Empty
+        } else if self.streams_body(py, &parts) {
             return self.start_upload(py, parts, &head.body, head.expect_continue, framing);
-        }
-        let disp = self.disp.get();
-        let mut parts = parts;
-        match self.core.begin_body(&head.body, head.expect_continue, data, pos, &disp.limits) {
-            Begin::Ready(body) => {
-                parts.body = match body {
-                    conn::Body::Empty => Body::Empty,
-                    conn::Body::Slice(range) => Body::Slice(range.start - start..range.end - start),
-                    conn::Body::Owned(bytes) => Body::Owned(bytes),
-                };
-                self.dispatch(py, parts, framing)
+        } else {
+            let limits = &self.disp.get().limits;
+            match self.core.begin_body(&head.body, head.expect_continue, data, pos, limits) {
+                Begin::Ready(conn::Body::Empty) => Body::Empty,
+                Begin::Ready(conn::Body::Slice(range)) => {
+                    Body::Slice(range.start - start..range.end - start)
+                }
+                Begin::Ready(conn::Body::Owned(bytes)) => Body::Owned(bytes),
+                Begin::Collecting => {
+                    self.core.hold(Pending { parts, framing });
+                    return Ok(());
+                }
+                Begin::Reject(err) => {
+                    self.fail(&err);
+                    return Ok(());
+                }
             }
-            Begin::Collecting => {
-                self.core.hold(Pending { parts, framing });
-                Ok(())
-            }
-            Begin::Reject(err) => {
-                self.fail(&err);
-                Ok(())
-            }
-        }
+        };
+        self.dispatch(py, parts, framing)
     }
 
     /// Answers a request that could not be parsed and stops reading.

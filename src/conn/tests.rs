@@ -337,3 +337,16 @@ fn over_capacity_reads_nothing_until_admitted() {
     d.drain();
     assert_eq!(d.log, ["GET /a []"]);
 }
+
+#[test]
+fn sizes() {
+    use super::drive::TestShell;
+    eprintln!(
+        "Head {} Event {} ParseError {} Option<Head> {}",
+        std::mem::size_of::<crate::http1::parse::Head>(),
+        std::mem::size_of::<super::Event<super::drive::Req, String>>(),
+        std::mem::size_of::<crate::http1::error::ParseError>(),
+        std::mem::size_of::<Result<Option<crate::http1::parse::Head>, crate::http1::error::ParseError>>()
+    );
+    let _ = std::marker::PhantomData::<TestShell>;
+}
