@@ -304,7 +304,7 @@ impl Connection {
             let env = Env {
                 limits: &disp.limits,
                 max_pipelined: disp.max_pipelined,
-                room: disp.overload.has_room(),
+                room: || disp.overload.has_room(),
             };
             match self.core.next_event(data, &mut pos, &env) {
                 Event::Wait => return Ok(()),
@@ -841,7 +841,7 @@ impl Connection {
         let env = Env {
             limits: &disp.limits,
             max_pipelined: disp.max_pipelined,
-            room: disp.overload.has_room(),
+            room: || disp.overload.has_room(),
         };
         let Some(buffered) = self.core.take_buffered(&env) else {
             return Ok(false);

@@ -91,10 +91,11 @@ impl Driver {
 
     /// Parses input held back by a pause that has cleared.
     pub fn drain(&mut self) {
+        let room = self.room;
         let env = Env {
             limits: &self.limits,
             max_pipelined: self.max_pipelined,
-            room: self.room,
+            room: || room,
         };
         if let Some(buffered) = self.core.take_buffered(&env) {
             self.process(&buffered);
@@ -110,10 +111,11 @@ impl Driver {
     fn process(&mut self, data: &[u8]) {
         let mut pos = 0;
         loop {
+            let room = self.room;
             let env = Env {
                 limits: &self.limits,
                 max_pipelined: self.max_pipelined,
-                room: self.room,
+                room: || room,
             };
             let event = self.core.next_event(data, &mut pos, &env);
             match event {

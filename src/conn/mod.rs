@@ -126,11 +126,12 @@ pub enum Reading<S: Shell> {
 }
 
 /// What the core needs to know of the server at each step.
-pub struct Env<'a> {
+pub struct Env<'a, R: Fn() -> bool> {
     pub limits: &'a Limits,
     pub max_pipelined: usize,
-    /// A handler slot of the worker is free (`max_concurrency`).
-    pub room: bool,
+    /// Whether a handler slot of the worker is free (`max_concurrency`); asked only
+    /// when it matters.
+    pub room: R,
 }
 
 /// What the input gave.
@@ -284,10 +285,10 @@ impl<S: Shell> Core<S> {
     }
 
     /// The reason that keeps the next head from being parsed now, if any.
-    fn blocked(&self, env: &Env<'_>) -> Option<Pause> {
+    fn blocked(&self, env: &Env<'_, impl Fn() -> bool>) -> Option<Pause> {
         if self.in_flight >= env.max_pipelined {
             Some(Pause::Pipeline)
-        } else if !env.room {
+        } else if !(env.room)() {
             Some(Pause::Concurrency)
         } else if self.pauses.contains(Pause::Transport)
             || self.out.len() >= output::OUTPUT_HIGH
@@ -308,7 +309,7 @@ impl<S: Shell> Core<S> {
         &mut self,
         data: &[u8],
         pos: &mut usize,
-        env: &Env<'_>,
+        env: &Env<'_, impl Fn() -> bool>,
     ) -> Event<S::Held, S::Upload> {
         let rest = &data[*pos..];
         match &mut self.reading {
@@ -512,10 +513,10 @@ impl<S: Shell> Core<S> {
 
     /// Buffered input to parse now that pauses may have cleared, if nothing still
     /// holds it.
-    pub fn take_buffered(&mut self, env: &Env<'_>) -> Option<Vec<u8>> {
+    pub fn take_buffered(&mut self, env: &Env<'_, impl Fn() -> bool>) -> Option<Vec<u8>> {
         if self.buf.is_empty()
             || self.in_flight >= env.max_pipelined
-            || (self.pauses.contains(Pause::Concurrency) && !env.room)
+            || (self.pauses.contains(Pause::Concurrency) && !(env.room)())
             || self.output_held()
             || self.pauses.contains(Pause::Upload)
             || self.pauses.contains(Pause::Capacity)
