@@ -59,9 +59,6 @@ pub struct Dispatcher {
     /// middleware, or its own not-found or method-not-allowed handler); else the
     /// core answers them itself.
     pub unmatched: Option<Route>,
-    /// Some route streams its body (only then is a head with a body routed early).
-    pub has_stream_routes: bool,
-    pub has_websocket_routes: bool,
     pub limits: Limits,
     /// `Server: <value>\r\n`, or empty when the header is off.
     pub server_line: Vec<u8>,
@@ -271,8 +268,6 @@ impl Dispatcher {
         Ok(Dispatcher {
             router: tree,
             unmatched,
-            has_stream_routes: table.iter().any(|r| r.stream_body),
-            has_websocket_routes: table.iter().any(|r| r.websocket),
             routes: table,
             limits,
             server_line: config

@@ -57,10 +57,50 @@ impl conn::Shell for PyShell {
     type Active = stream::Active;
 }
 
-/// A request whose body is being collected.
+/// A request whose body is being collected, with its route.
 pub struct Pending {
     parts: request::Parts,
     framing: Framing,
+    route: Routed,
+}
+
+/// A route lookup kept beyond the input it was made from (a request whose body
+/// arrives in later reads): the route is looked up once per request.
+enum Routed {
+    Found {
+        route: usize,
+        params: Vec<ParamValue<'static>>,
+    },
+    NotFound,
+    MethodNotAllowed {
+        allow: String,
+    },
+}
+
+impl Routed {
+    fn keep(lookup: Lookup<'_>) -> Self {
+        match lookup {
+            Lookup::Found { route, params } => Routed::Found {
+                route,
+                params: params.into_iter().map(ParamValue::into_owned).collect(),
+            },
+            Lookup::NotFound => Routed::NotFound,
+            Lookup::MethodNotAllowed { allow } => Routed::MethodNotAllowed {
+                allow: allow.to_owned(),
+            },
+        }
+    }
+
+    fn lookup(&mut self) -> Lookup<'_> {
+        match self {
+            Routed::Found { route, params } => Lookup::Found {
+                route: *route,
+                params: std::mem::take(params),
+            },
+            Routed::NotFound => Lookup::NotFound,
+            Routed::MethodNotAllowed { allow } => Lookup::MethodNotAllowed { allow },
+        }
+    }
 }
 
 /// A handler still running: its task, how to answer, and its request.
@@ -310,9 +350,15 @@ impl Connection {
                 Event::Wait => return Ok(()),
                 Event::Head { head, start } => self.start_request(py, chunk, &mut pos, start, head)?,
                 Event::Collected(collected) => {
-                    if let (Some(Pending { mut parts, framing }), body) = collected.into_parts() {
+                    if let (Some(pending), body) = collected.into_parts() {
+                        let Pending {
+                            mut parts,
+                            framing,
+                            mut route,
+                        } = pending;
                         parts.body = Body::Owned(body);
-                        self.dispatch(py, parts, framing)?;
+                        let disp = self.disp.clone_ref(py);
+                        self.dispatch(py, disp.get(), parts, route.lookup(), framing)?;
                     }
                 }
                 Event::Upload { bytes } => self.feed_upload(py, bytes),
@@ -343,6 +389,18 @@ impl Connection {
         let (path, query) = request::split_target(&data[start..], head.target.clone());
         let is_head = &data[start + head.method.start..start + head.method.end] == b"HEAD";
         let mut framing = self.framing_for(&head, is_head);
+        // The route is looked up once, here: it decides how the body is read, and
+        // the handler is called with what it found.
+        let disp_ref = self.disp.clone_ref(py);
+        let disp = disp_ref.get();
+        let lookup = route_for(&disp.router, &data[start..], &head.method, &path);
+        let (websocket, stream_body) = match &lookup {
+            Lookup::Found { route, .. } => {
+                let route = &disp.routes[*route];
+                (route.websocket, route.stream_body)
+            }
+            _ => (false, false),
+        };
         let mut parts = request::Parts {
             buf: chunk.clone().unbind(),
             base: start,
@@ -359,24 +417,30 @@ impl Connection {
         parts.headers.extend(head.headers.drain(..));
         self.core.recycle(head.headers);
         parts.body = if matches!(head.body, BodyKind::Empty) {
-            if head.upgrade && framing.keep_alive && self.disp.get().is_websocket(py, &parts) {
+            if head.upgrade && framing.keep_alive && websocket {
                 // Nothing after this head is HTTP if the handler accepts: keep it aside.
                 framing.upgrade = true;
                 self.core.upgrade(data, pos);
             }
             Body::Empty
-        } else if self.streams_body(py, &parts) {
-            return self.start_upload(py, parts, &head.body, head.expect_continue, framing);
+        } else if stream_body {
+            let body = self.start_upload(py, &head.body, head.expect_continue)?;
+            parts.body = body;
+            return self.dispatch(py, disp, parts, lookup, framing);
         } else {
-            let limits = &self.disp.get().limits;
-            match self.core.begin_body(&head.body, head.expect_continue, data, pos, limits) {
+            match self.core.begin_body(&head.body, head.expect_continue, data, pos, &disp.limits) {
                 Begin::Ready(conn::Body::Empty) => Body::Empty,
                 Begin::Ready(conn::Body::Slice(range)) => {
                     Body::Slice(range.start - start..range.end - start)
                 }
                 Begin::Ready(conn::Body::Owned(bytes)) => Body::Owned(bytes),
                 Begin::Collecting => {
-                    self.core.hold(Pending { parts, framing });
+                    let route = Routed::keep(lookup);
+                    self.core.hold(Pending {
+                        parts,
+                        framing,
+                        route,
+                    });
                     return Ok(());
                 }
                 Begin::Reject(err) => {
@@ -385,7 +449,7 @@ impl Connection {
                 }
             }
         };
-        self.dispatch(py, parts, framing)
+        self.dispatch(py, disp, parts, lookup, framing)
     }
 
     /// Answers a request that could not be parsed and stops reading.
@@ -442,15 +506,16 @@ impl Connection {
         framing
     }
 
-    /// Routes one complete request and runs its handler.
+    /// Runs the handler `lookup` found for one complete request (or answers 404,
+    /// 405 or 503 itself).
     fn dispatch(
         &mut self,
         py: Python<'_>,
+        disp: &Dispatcher,
         parts: request::Parts,
+        lookup: Lookup<'_>,
         framing: Framing,
     ) -> PyResult<()> {
-        let disp_ref = self.disp.clone_ref(py);
-        let disp = disp_ref.get();
         disp.requests_served
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.served += 1;
@@ -472,8 +537,7 @@ impl Connection {
                 return Ok(());
             }
         }
-        let buf = &parts.buf.bind(py).as_bytes()[parts.base..];
-        let (route, params) = match route_for(&disp.router, buf, &parts) {
+        let (route, params) = match lookup {
             Lookup::Found { route, params } => {
                 exchange.route = Some(route);
                 (&disp.routes[route], params)
@@ -860,10 +924,15 @@ struct Call<'py> {
     pattern: Option<Py<PyString>>,
 }
 
-/// The router's answer for a request head whose bytes are `buf`: a pattern without
+/// The router's answer for a request head whose bytes are `head`: a pattern without
 /// parameters straight from the bytes, anything else by the walk.
-fn route_for<'a>(router: &'a Router, buf: &'a [u8], parts: &request::Parts) -> Lookup<'a> {
-    let (method, path) = (&buf[parts.method.clone()], &buf[parts.path.clone()]);
+fn route_for<'a>(
+    router: &'a Router,
+    head: &'a [u8],
+    method: &std::ops::Range<usize>,
+    path: &std::ops::Range<usize>,
+) -> Lookup<'a> {
+    let (method, path) = (&head[method.clone()], &head[path.clone()]);
     match router.exact(method, path) {
         Some(route) => Lookup::Found {
             route,

@@ -17,11 +17,9 @@ use pyo3::prelude::*;
 
 use super::Connection;
 use crate::body_stream::BodyStream;
-use crate::dispatcher::Dispatcher;
 use crate::http1::error::ParseError;
 use crate::http1::parse::BodyKind;
 use crate::request::{Body, Parts};
-use crate::router::tree::Lookup;
 
 /// The reader of a body being streamed, as the connection core holds it.
 pub struct Upload {
@@ -36,60 +34,22 @@ impl Drop for Upload {
     }
 }
 
-impl Dispatcher {
-    /// Whether the route for this head takes its body as a stream.
-    fn streams_body(&self, py: Python<'_>, parts: &Parts) -> bool {
-        if !self.has_stream_routes {
-            return false;
-        }
-        let head = &parts.buf.bind(py).as_bytes()[parts.base..];
-        let method = std::str::from_utf8(&head[parts.method.clone()]).unwrap_or("");
-        let path = std::str::from_utf8(&head[parts.path.clone()]).unwrap_or("");
-        match self.router.lookup(method, path) {
-            Lookup::Found { route, .. } => self.routes[route].stream_body,
-            _ => false,
-        }
-    }
-}
-
-impl Dispatcher {
-    /// Whether the route for this head is a WebSocket route.
-    pub(super) fn is_websocket(&self, py: Python<'_>, parts: &Parts) -> bool {
-        if !self.has_websocket_routes {
-            return false;
-        }
-        let head = &parts.buf.bind(py).as_bytes()[parts.base..];
-        let method = std::str::from_utf8(&head[parts.method.clone()]).unwrap_or("");
-        let path = std::str::from_utf8(&head[parts.path.clone()]).unwrap_or("");
-        match self.router.lookup(method, path) {
-            Lookup::Found { route, .. } => self.routes[route].websocket,
-            _ => false,
-        }
-    }
-}
-
 impl Connection {
-    pub(super) fn streams_body(&self, py: Python<'_>, parts: &Parts) -> bool {
-        self.disp.get().streams_body(py, parts)
-    }
-
-    /// Starts the handler of a route that streams its body; the body's bytes then go
-    /// to its `BodyStream` as they arrive.
+    /// The body of a request whose route streams it: its bytes go to a `BodyStream`
+    /// as they arrive (the handler starts at once).
     pub(super) fn start_upload(
         &mut self,
         py: Python<'_>,
-        mut parts: Parts,
         kind: &BodyKind,
         expect_continue: bool,
-        framing: crate::http1::encode::Framing,
-    ) -> PyResult<()> {
+    ) -> PyResult<Body> {
         let conn = self.self_ref.as_ref().map(|c| c.clone_ref(py).into_any());
         let stream = Py::new(py, BodyStream::new(conn))?;
-        parts.body = Body::Stream(stream.clone_ref(py));
-        let upload = Upload { stream };
+        let body = Body::Stream(stream.clone_ref(py));
         let limits = &self.disp.get().limits;
-        self.core.stream_body(upload, kind, expect_continue, limits);
-        self.dispatch(py, parts, framing)
+        self.core
+            .stream_body(Upload { stream }, kind, expect_continue, limits);
+        Ok(body)
     }
 
     /// Hands body bytes to the streamed body being read; pauses reading when more

@@ -30,6 +30,16 @@ pub enum ParamValue<'a> {
     Int(i64),
 }
 
+impl ParamValue<'_> {
+    /// The same value, no longer borrowing the request's bytes.
+    pub fn into_owned(self) -> ParamValue<'static> {
+        match self {
+            ParamValue::Str(s) => ParamValue::Str(Cow::Owned(s.into_owned())),
+            ParamValue::Int(i) => ParamValue::Int(i),
+        }
+    }
+}
+
 /// What a parameter segment accepts; the order of the variants is the order
 /// in which the tree tries them after the static children.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
