@@ -89,12 +89,12 @@ py-versions:
 		$$venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" || exit 1; \
 	done
 
-# Fuzzing (docs/security.md): both cargo-fuzz targets, seeded from the request
-# corpus, FUZZ_SECONDS each, side by side (one core each). Stable Rust is enough:
+# Fuzzing (docs/security.md): the cargo-fuzz targets, seeded from the request
+# corpus, FUZZ_SECONDS each, side by side. Stable Rust is enough:
 # RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its flags, and with no `unsafe` code in the
 # crate no sanitizer is needed (-s none). A crash leaves its input in fuzz/artifacts.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := parse_head chunked
+FUZZ_TARGETS := parse_head chunked connection
 CARGO_FUZZ_VERSION := 0.13.2
 fuzz-ci: $(VENV)/.installed
 	command -v cargo-fuzz >/dev/null || cargo install --locked --quiet cargo-fuzz@$(CARGO_FUZZ_VERSION)

@@ -1,8 +1,8 @@
 """Seeds the fuzz corpora (fuzz/corpus/<target>/, git-ignored) from the request corpus.
 
 Run from anywhere: ``python fuzz/seeds.py``. Each corpus case becomes a parse_head
-input (every case) and, when it has a chunked body, a chunked input (the bytes after
-the head). The first bytes of each seed pick the target's mode and limits the way
+input and a connection input (every case) and, when it has a chunked body, a chunked
+input (the bytes after the head). The first bytes of each seed pick the target's mode and limits the way
 fuzz/src/lib.rs and the targets read them: here always the defaults.
 """
 
@@ -20,6 +20,7 @@ OUT = ROOT / "fuzz" / "corpus"
 DEFAULT_LIMITS = b"\x00"  # selector byte < 0x80: Limits::default()
 CHUNKED_RAW = b"\x00"  # even first byte: raw mode
 PIECE_SIZE = b"\x06"  # the split run feeds 7-byte pieces
+CONNECTION_MODE = b"\x00"  # one handler at a time, answering at once, no special routes
 
 
 def case_input(case: dict[str, object]) -> bytes:
@@ -46,6 +47,7 @@ def main() -> int:
         if len(raw) > 65536:
             continue
         write("parse_head", DEFAULT_LIMITS + raw)
+        write("connection", CONNECTION_MODE + PIECE_SIZE + DEFAULT_LIMITS + raw)
         head_end = raw.find(b"\r\n\r\n")
         if b"chunked" in raw[:head_end].lower() and head_end >= 0:
             write("chunked", CHUNKED_RAW + DEFAULT_LIMITS + PIECE_SIZE + raw[head_end + 4 :])

@@ -348,7 +348,9 @@ impl Connection {
             };
             match self.core.next_event(data, &mut pos, &env) {
                 Event::Wait => return Ok(()),
-                Event::Head { head, start } => self.start_request(py, chunk, &mut pos, start, head)?,
+                Event::Head { head, start } => {
+                    self.start_request(py, chunk, &mut pos, start, head)?;
+                }
                 Event::Collected(collected) => {
                     if let (Some(pending), body) = collected.into_parts() {
                         let Pending {
@@ -362,7 +364,9 @@ impl Connection {
                     }
                 }
                 Event::Upload { bytes } => self.feed_upload(py, bytes),
-                Event::UploadEnd { bytes, end, upload } => Self::end_upload(py, bytes, &end, upload),
+                Event::UploadEnd { bytes, end, upload } => {
+                    Self::end_upload(py, bytes, &end, upload);
+                }
                 Event::Queued => {
                     // Every handler slot of this worker is taken: wait in line.
                     if let Some(me) = &self.self_ref {
@@ -428,7 +432,10 @@ impl Connection {
             parts.body = body;
             return self.dispatch(py, disp, parts, lookup, framing);
         } else {
-            match self.core.begin_body(&head.body, head.expect_continue, data, pos, &disp.limits) {
+            match self
+                .core
+                .begin_body(&head.body, head.expect_continue, data, pos, &disp.limits)
+            {
                 Begin::Ready(conn::Body::Empty) => Body::Empty,
                 Begin::Ready(conn::Body::Slice(range)) => {
                     Body::Slice(range.start - start..range.end - start)
@@ -1023,7 +1030,10 @@ impl Connection {
                 this.first_read = false;
                 this.batch_start = since;
             }
-            match this.core.received(data.as_bytes(), now, &this.disp.get().limits) {
+            match this
+                .core
+                .received(data.as_bytes(), now, &this.disp.get().limits)
+            {
                 Feed::Hold => Ok(()),
                 Feed::Direct => this.process(py, data, 0),
                 Feed::Joined(joined) => this.process(py, &PyBytes::new(py, &joined), 0),

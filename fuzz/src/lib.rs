@@ -1,10 +1,17 @@
-//! The parser's own source files, compiled into this crate so the fuzz targets test
-//! exactly the code the server runs, without PyO3.
+//! The parser's and the connection core's own source files, compiled into this crate
+//! so the fuzz targets test exactly the code the server runs, without PyO3.
 
 // The server's `src/http1/mod.rs`: its modules (parser, decoders, encoder) resolve
 // next to it, so these are the very files the extension is built from.
 #[path = "../../src/http1/mod.rs"]
 pub mod http1;
+
+// The connection core (no PyO3 in it) and what it uses, with its test shell
+// (`conn::drive`, compiled under cargo-fuzz's `--cfg fuzzing`).
+#[path = "../../src/conn/mod.rs"]
+pub mod conn;
+#[path = "../../src/timeouts.rs"]
+pub mod timeouts;
 
 use http1::limits::Limits;
 

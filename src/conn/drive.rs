@@ -55,6 +55,9 @@ pub struct Driver {
     pub closed: bool,
     /// The transport's reading is paused.
     pub reading_paused: bool,
+    /// The log entry of the streamed body being read, and its bytes so far.
+    upload_entry: Option<usize>,
+    upload_bytes: Vec<u8>,
 }
 
 impl Driver {
@@ -73,6 +76,8 @@ impl Driver {
             written: Vec::new(),
             closed: false,
             reading_paused: false,
+            upload_entry: None,
+            upload_bytes: Vec::new(),
         }
     }
 
@@ -129,19 +134,38 @@ impl Driver {
                 }
                 Event::Upload { bytes } => {
                     let name = self.core.upload().cloned().unwrap_or_default();
-                    self.log.push(format!("upload {name} {}", show(&bytes)));
+                    self.uploaded(&name, &bytes, None);
                 }
                 Event::UploadEnd { bytes, end, upload } => {
                     let how = match end {
                         Ok(()) => "end".to_owned(),
                         Err(e) => format!("error {}", e.status()),
                     };
-                    self.log
-                        .push(format!("upload {upload} {} {how}", show(&bytes)));
+                    self.uploaded(&upload, &bytes, Some(&how));
                 }
                 Event::Reject(err) => self.reject(&err),
             }
         }
+    }
+
+    /// Writes down a streamed body as one entry that grows as its pieces come (they
+    /// come as TCP cut them), ended by how it ended.
+    fn uploaded(&mut self, name: &str, bytes: &[u8], end: Option<&str>) {
+        let entry = if let Some(i) = self.upload_entry {
+            i
+        } else {
+            self.log.push(String::new());
+            self.upload_bytes.clear();
+            self.log.len() - 1
+        };
+        self.upload_bytes.extend_from_slice(bytes);
+        let mut text = format!("upload {name} {}", show(&self.upload_bytes));
+        if let Some(end) = end {
+            text.push(' ');
+            text.push_str(end);
+        }
+        self.log[entry] = text;
+        self.upload_entry = end.is_none().then_some(entry);
     }
 
     fn head(&mut self, data: &[u8], pos: &mut usize, start: usize, head: Head) {
@@ -151,7 +175,7 @@ impl Driver {
             target: String::from_utf8_lossy(&at[head.target.clone()]).into_owned(),
             keep_alive: head.keep_alive,
         };
-        let kind = head.body.clone();
+        let kind = head.body;
         let (expect, upgrade) = (head.expect_continue, head.upgrade);
         self.core.recycle(head.headers);
         if upgrade
@@ -241,6 +265,7 @@ pub fn response(target: &str) -> Vec<u8> {
     format!("R {target}\n").into_bytes()
 }
 
+/// Bytes as text, byte by byte (so a split never changes how they read).
 fn show(bytes: &[u8]) -> String {
-    format!("[{}]", String::from_utf8_lossy(bytes))
+    format!("[{}]", bytes.escape_ascii())
 }

@@ -32,6 +32,7 @@ pub struct Slot<R, P> {
 }
 
 /// What the transport should do after a call into the core.
+#[allow(clippy::struct_excessive_bools)] // one flag per transport call
 pub struct Actions<P> {
     /// `out` holds bytes to write.
     pub write: bool,
@@ -164,9 +165,8 @@ impl<S: Shell> Core<S> {
                     start_stream = Some(start);
                 }
                 break;
-            } else {
-                self.queue.pop_front();
             }
+            self.queue.pop_front();
         }
         let mut actions = Actions {
             write: !self.out.is_empty() && !self.closed,

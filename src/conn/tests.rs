@@ -137,7 +137,7 @@ fn responses_leave_in_request_order() {
     assert_eq!(d.core.in_flight, 2);
     assert_eq!(d.written_text(), "");
     // /b answers first: it waits for /a.
-    let slot = d.core.queue.iter_mut().nth(1).unwrap();
+    let slot = d.core.queue.get_mut(1).unwrap();
     slot.bytes = Some(b"R /b\n".to_vec());
     slot.pending = None;
     d.core.handler_done();
@@ -285,22 +285,16 @@ fn streamed_bodies_come_out_as_they_arrive() {
     let mut d = Driver::new(Handlers::Later);
     d.stream_prefix = Some("/up");
     d.feed(b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nab");
+    assert_eq!(d.log, ["POST /up [<streamed>]", "upload /up [ab]"]);
     d.feed(b"cd");
     d.core.pauses.set(Pause::Upload);
     d.feed(b"ef");
     d.feed(GET_B.as_bytes());
-    assert_eq!(
-        d.log,
-        [
-            "POST /up [<streamed>]",
-            "upload /up [ab]",
-            "upload /up [cd]"
-        ]
-    );
+    assert_eq!(d.log, ["POST /up [<streamed>]", "upload /up [abcd]"]);
     assert!(d.reading_paused);
     let held = d.core.resume_upload().unwrap();
     d.feed(&held);
-    assert_eq!(d.log[3..], ["upload /up [ef] end", "GET /b []"]);
+    assert_eq!(d.log[1..], ["upload /up [abcdef] end", "GET /b []"]);
     // A broken chunked body: the reader learns it, and the connection closes.
     let mut d = Driver::new(Handlers::Inline);
     d.stream_prefix = Some("/up");
@@ -336,17 +330,4 @@ fn over_capacity_reads_nothing_until_admitted() {
     d.core.pauses.clear(Pause::Capacity);
     d.drain();
     assert_eq!(d.log, ["GET /a []"]);
-}
-
-#[test]
-fn sizes() {
-    use super::drive::TestShell;
-    eprintln!(
-        "Head {} Event {} ParseError {} Option<Head> {}",
-        std::mem::size_of::<crate::http1::parse::Head>(),
-        std::mem::size_of::<super::Event<super::drive::Req, String>>(),
-        std::mem::size_of::<crate::http1::error::ParseError>(),
-        std::mem::size_of::<Result<Option<crate::http1::parse::Head>, crate::http1::error::ParseError>>()
-    );
-    let _ = std::marker::PhantomData::<TestShell>;
 }

@@ -194,6 +194,7 @@ pub fn plan(
 
 /// The front slot's stream begins: its state while it is written, and what the
 /// pump needs to start.
+#[allow(clippy::boxed_local)] // queued plans are boxed (the queue's slots stay small)
 pub fn activate(plan: Box<Plan>) -> (Active, (Py<PyAny>, bool)) {
     let active = Active {
         length: plan.length,
