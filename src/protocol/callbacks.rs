@@ -1,0 +1,180 @@
+//! The asyncio protocol's callbacks: each turns into calls on the connection's core
+//! and, once the connection is no longer borrowed, into transport calls.
+
+use std::time::Instant;
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::{stream, Connection};
+use crate::conn::{self, Feed};
+use crate::dispatcher::Dispatcher;
+
+#[pymethods]
+impl Connection {
+    fn connection_made(slf: &Bound<'_, Self>, transport: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = slf.py();
+        let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+        let mut this = slf.borrow_mut();
+        let disp = this.disp.clone_ref(py);
+        let d = disp.get();
+        if d.eager_task.is_some() {
+            this.task_kwargs = Some(Dispatcher::task_kwargs(py, &event_loop)?.unbind());
+        }
+        if d.eager_task.is_none() || d.run_deferred.is_some() {
+            this.create_task = Some(event_loop.getattr("create_task")?.unbind());
+        }
+        if d.overload.queue_timeout.is_some() {
+            this.end_iteration = Some(disp.bind(py).getattr("_end_iteration")?.unbind());
+            this.event_loop = Some(event_loop.clone().unbind());
+            let sock = transport.call_method1("get_extra_info", ("socket",))?;
+            this.sock = (!sock.is_none()).then(|| sock.unbind());
+        }
+        let peer = transport.call_method1("get_extra_info", ("peername",))?;
+        if let Some(trust) = &d.proxies {
+            this.proxied = match peer.cast::<pyo3::types::PyTuple>() {
+                Ok(tuple) if !tuple.is_empty() => tuple
+                    .get_item(0)?
+                    .extract::<String>()
+                    .ok()
+                    .and_then(|host| host.parse::<std::net::IpAddr>().ok())
+                    .is_some_and(|ip| trust.trusts_ip(ip)),
+                // A Unix socket's peer: a path, usually empty.
+                _ => trust.trusts_unix(),
+            };
+        }
+        if d.access.is_some() {
+            // (host, port[, ...]) for TCP; a path (maybe empty) for a Unix socket.
+            let host = match peer.cast::<pyo3::types::PyTuple>() {
+                Ok(tuple) if !tuple.is_empty() => tuple.get_item(0)?.str()?.to_string(),
+                _ => peer.str()?.to_string(),
+            };
+            this.client_text = host;
+        }
+        this.client = peer.unbind();
+        this.write = Some(transport.getattr("write")?.unbind());
+        this.transport = Some(transport.clone().unbind());
+        this.self_ref = Some(slf.clone().unbind());
+        this.core.last_activity = Instant::now();
+        let id = this.id;
+        drop(this);
+        d.register(id, slf.clone().unbind());
+        if d.over_capacity(id, &slf.clone().unbind(), py) {
+            // Over the worker's connection cap: accepted, but not served until another
+            // connection closes. (Reading cannot be paused here: uvloop starts reading
+            // after connection_made returns; the first read is kept and pauses it.)
+            slf.borrow_mut().core.pauses.set(conn::Pause::Capacity);
+        }
+        // A connection accepted just before the drain began (its connection_made runs
+        // after the listener closed) is still served: its first response carries
+        // `Connection: close`, and the reaper closes it if it sends nothing.
+        Ok(())
+    }
+
+    fn data_received(slf: &Bound<'_, Self>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
+        Self::with_borrow(slf, |this, py| {
+            let now = Instant::now();
+            this.set_clock(now, std::time::SystemTime::now());
+            if let (Some(lp), Some(marker)) = (&this.event_loop, &this.end_iteration) {
+                let overload = &this.disp.get().overload;
+                let mut since = overload.iteration_start(py, now, lp, marker);
+                if this.first_read || overload.may_be_stale(now) {
+                    if let Some(sock) = &this.sock {
+                        let waited = overload.kernel_wait(py, sock);
+                        since = since.min(now.checked_sub(waited).unwrap_or(since));
+                    }
+                }
+                this.first_read = false;
+                this.batch_start = since;
+            }
+            match this
+                .core
+                .received(data.as_bytes(), now, &this.disp.get().limits)
+            {
+                Feed::Hold => Ok(()),
+                Feed::Direct => this.process(py, data, 0),
+                Feed::Joined(joined) => this.process(py, &PyBytes::new(py, &joined), 0),
+            }
+        })?;
+        // Requests held back while a large batch of responses was written: go on
+        // with them now unless the transport asked us to pause.
+        let mut more = true;
+        while more && slf.borrow().core.output_freed() {
+            Self::with_borrow(slf, |this, py| {
+                more = this.drain_buffered(py)?;
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// See `upload.rs`: a paused streamed body may be read again.
+    fn _resume_upload(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Self::resume_upload(slf)
+    }
+
+    fn eof_received(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        let mut keep_open = false;
+        Self::with_borrow(slf, |this, _py| {
+            // The client sent everything it will send. Answer what is in flight, then
+            // close; an incomplete request is dropped.
+            keep_open = this.core.end_of_input();
+            Ok(())
+        })?;
+        Ok(keep_open)
+    }
+
+    fn connection_lost(slf: &Bound<'_, Self>, exc: Option<&Bound<'_, PyAny>>) {
+        // Why the connection went away does not change what is cleaned up.
+        let _ = exc;
+        let py = slf.py();
+        let (disp, id, pump, unstarted) = {
+            let mut this = slf.borrow_mut();
+            let pump = this.core.stream.as_mut().and_then(|s| s.task.take());
+            // Streamed answers still queued never start: they are told so below.
+            let unstarted: Vec<Py<PyAny>> = this
+                .core
+                .queue
+                .iter_mut()
+                .filter_map(|slot| slot.stream.take().map(|plan| plan.into_object()))
+                .collect();
+            this.detach();
+            (this.disp.clone_ref(py), this.id, pump, unstarted)
+        };
+        disp.get().unregister(py, id);
+        if let Some(task) = pump {
+            // The client is gone: the pump stops and closes its generator.
+            if let Err(err) = task.call_method0(py, "cancel") {
+                err.print(py);
+            }
+        }
+        for obj in unstarted {
+            if let Err(err) = obj.call_method0(py, "_veter_abandon") {
+                err.print(py);
+            }
+        }
+    }
+
+    fn pause_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Self::with_borrow(slf, |this, _py| {
+            this.core.set_writing_paused(true, Instant::now());
+            Ok(())
+        })
+    }
+
+    fn resume_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let mut waiter = None;
+        Self::with_borrow(slf, |this, py| {
+            this.core.set_writing_paused(false, Instant::now());
+            waiter = this.core.stream.as_mut().and_then(|s| s.waiter.take());
+            this.drain_buffered(py).map(drop)
+        })?;
+        stream::wake(slf.py(), waiter)
+    }
+
+    /// Requests in flight on this connection (handlers that have not answered yet).
+    #[getter]
+    fn in_flight(&self) -> usize {
+        self.core.in_flight
+    }
+}

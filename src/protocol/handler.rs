@@ -1,0 +1,346 @@
+//! Running a handler: the route's handler called on its request (inline, or as a
+//! task whose completion fills its place in the output queue), and its result turned
+//! into bytes, the one place that does so (with `respond.rs`). The core's own answers
+//! (404, 405, the shed 503) are encoded here too.
+
+use std::time::Instant;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use super::current::CurrentRequest;
+use super::respond::{encode_error, encode_result, is_coroutine, Encoded};
+use super::{stream, Completion, Connection, Running};
+use crate::dispatcher::{Dispatcher, Route};
+use crate::http1::encode::{self, Framing};
+use crate::request::{self, Exchange, Request};
+use crate::response::{Response, TEXT_PLAIN};
+use crate::router::params::ParamValue;
+use crate::router::tree::Lookup;
+
+impl Connection {
+    /// Runs the handler `lookup` found for one complete request (or answers 404,
+    /// 405 or 503 itself).
+    pub(super) fn dispatch(
+        &mut self,
+        py: Python<'_>,
+        disp: &Dispatcher,
+        parts: request::Parts,
+        lookup: Lookup<'_>,
+        framing: Framing,
+    ) -> PyResult<()> {
+        disp.requests_served
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.served += 1;
+        self.note_framing(framing);
+        let mut exchange = self.exchange_for(py, &parts);
+        if disp.overload.queue_timeout.is_some() {
+            let since = self.core.waiting_since.unwrap_or(self.batch_start);
+            if disp
+                .overload
+                .too_late(since.elapsed() + disp.overload.queued_work())
+            {
+                // Waited too long already: a cheap 503 now beats a slow 200 nobody
+                // is still waiting for.
+                disp.overload.note_shed();
+                let resp =
+                    Response::new_plain(py, 503, b"Service Unavailable: overloaded", TEXT_PLAIN)
+                        .with_header("Retry-After", "1");
+                self.emit_response(py, &resp, framing, &parts, &exchange);
+                return Ok(());
+            }
+        }
+        let (route, params) = match lookup {
+            Lookup::Found { route, params } => {
+                exchange.route = Some(route);
+                (&disp.routes[route], params)
+            }
+            Lookup::NotFound => {
+                if let Some(unmatched) = &disp.unmatched {
+                    let call = Call {
+                        path_params: None,
+                        extra: None,
+                        pattern: None,
+                    };
+                    return self.call_handler(py, disp, unmatched, parts, exchange, call, framing);
+                }
+                let resp = Response::new_plain(py, 404, b"Not Found", TEXT_PLAIN);
+                self.emit_response(py, &resp, framing, &parts, &exchange);
+                return Ok(());
+            }
+            Lookup::MethodNotAllowed { allow } => {
+                if let Some(unmatched) = &disp.unmatched {
+                    let extra = PyDict::new(py);
+                    extra.set_item(pyo3::intern!(py, "allow"), allow)?;
+                    let call = Call {
+                        path_params: None,
+                        extra: Some(extra),
+                        pattern: None,
+                    };
+                    return self.call_handler(py, disp, unmatched, parts, exchange, call, framing);
+                }
+                let resp = Response::new_plain(py, 405, b"Method Not Allowed", TEXT_PLAIN)
+                    .with_header("Allow", allow);
+                self.emit_response(py, &resp, framing, &parts, &exchange);
+                return Ok(());
+            }
+        };
+        let kwargs = if params.is_empty() {
+            None
+        } else {
+            let dict = PyDict::new(py);
+            for (name, value) in route.param_names.iter().zip(params) {
+                match value {
+                    ParamValue::Str(s) => dict.set_item(name.bind(py), PyString::new(py, &s))?,
+                    ParamValue::Int(i) => dict.set_item(name.bind(py), i)?,
+                }
+            }
+            Some(dict)
+        };
+        let call = Call {
+            path_params: kwargs,
+            extra: None,
+            pattern: Some(route.pattern.clone_ref(py)),
+        };
+        self.call_handler(py, disp, route, parts, exchange, call, framing)
+    }
+
+    /// Builds the request and runs `route`'s handler on it (the rest of `dispatch`).
+    #[allow(clippy::too_many_arguments)] // one request's pieces, moved in once
+    pub(super) fn call_handler(
+        &mut self,
+        py: Python<'_>,
+        disp: &Dispatcher,
+        route: &Route,
+        parts: request::Parts,
+        exchange: Exchange,
+        call: Call<'_>,
+        framing: Framing,
+    ) -> PyResult<()> {
+        let Call {
+            path_params,
+            extra,
+            pattern,
+        } = call;
+        let request = Py::new(
+            py,
+            Request::new(
+                parts,
+                exchange,
+                path_params.as_ref().map(|d| d.clone().unbind()),
+                self.client.clone_ref(py),
+                disp.app.clone_ref(py),
+                pattern,
+            ),
+        )?;
+        let kwargs = path_params.or(extra);
+        // The handler sees this request (current.rs): in the context when it runs as a
+        // task, in the thread's slot when a plain `def` handler runs inline.
+        let _current = CurrentRequest::for_handler(disp, route.is_async, request.bind(py))?;
+        let measure = disp.overload.queue_timeout.is_some() && !route.is_async;
+        if measure && disp.overload.saturated() {
+            if let Some(run) = &disp.run_deferred {
+                // Saturated: read everything first, run this handler after (overload.rs),
+                // as a task that carries the request in its context.
+                let _in_task = CurrentRequest::enter(disp, request.bind(py))?;
+                let handler = route.handler.clone_ref(py);
+                return self.defer_handler(py, run, handler, request, kwargs, framing);
+            }
+        }
+        let began = measure.then(Instant::now);
+        let called = match &kwargs {
+            None => route.handler.bind(py).call1((request.clone_ref(py),)),
+            Some(kw) => route
+                .handler
+                .bind(py)
+                .call((request.clone_ref(py),), Some(kw)),
+        };
+        if let Some(began) = began {
+            disp.overload.note_work(began.elapsed());
+        }
+        let result = match called {
+            Ok(r) => r,
+            Err(err) => {
+                self.emit_error(py, &request, err, framing);
+                return Ok(());
+            }
+        };
+        if route.is_async {
+            self.start_task(py, &result, request, framing, true)
+        } else if is_coroutine(&result) {
+            // A `def` handler that returned an awaitable: its task gets the context.
+            let _in_task = CurrentRequest::enter(disp, request.bind(py))?;
+            self.start_task(py, &result, request, framing, true)
+        } else {
+            self.emit_result(py, &request, &result, framing);
+            Ok(())
+        }
+    }
+
+    /// Runs `coro` as a task (started eagerly when the dispatcher uses eager tasks
+    /// and `eager` allows it) whose answer takes the next slot.
+    pub(super) fn start_task(
+        &mut self,
+        py: Python<'_>,
+        coro: &Bound<'_, PyAny>,
+        request: Py<Request>,
+        framing: Framing,
+        eager: bool,
+    ) -> PyResult<()> {
+        let kwargs = if eager {
+            self.task_kwargs.as_ref()
+        } else {
+            None
+        };
+        let task = match (&self.create_task, kwargs) {
+            (_, Some(kwargs)) => {
+                let task_type = self
+                    .disp
+                    .get()
+                    .eager_task
+                    .as_ref()
+                    .expect("kwargs imply eager");
+                task_type.bind(py).call((coro,), Some(kwargs.bind(py)))
+            }
+            (Some(create), None) => create.bind(py).call1((coro,)),
+            (None, None) => Err(PyTypeError::new_err("connection has no event loop")),
+        };
+        let task = match task {
+            Ok(t) => t,
+            Err(err) => {
+                self.emit_error(py, &request, err, framing);
+                return Ok(());
+            }
+        };
+        if task.call_method0("done")?.is_truthy()? {
+            // Finished without suspending (eager start): no loop iteration spent.
+            match task.call_method0("result") {
+                Ok(result) => self.emit_result(py, &request, &result, framing),
+                Err(err) => self.emit_error(py, &request, err, framing),
+            }
+            return Ok(());
+        }
+        let running = Running {
+            task: task.clone().unbind(),
+            framing,
+            request: request.clone_ref(py),
+        };
+        let seq = self.core.reserve(running, Instant::now());
+        self.disp.get().overload.started(py);
+        let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
+            return Err(PyTypeError::new_err("connection is not attached"));
+        };
+        let done = Completion {
+            conn,
+            seq,
+            framing,
+            request,
+        };
+        task.call_method1("add_done_callback", (Py::new(py, done)?,))?;
+        Ok(())
+    }
+
+    /// Encodes a handler's return value (or its error) for the slot that is next.
+    pub(super) fn emit_result(
+        &mut self,
+        py: Python<'_>,
+        request: &Py<Request>,
+        result: &Bound<'_, PyAny>,
+        framing: Framing,
+    ) {
+        let mut bytes = self.core.direct().map(std::mem::take).unwrap_or_default();
+        let req = request.get();
+        // Only the answer to a WebSocket route's upgrade request can be a `101`
+        // (`framing.upgrade`): no other result is asked (a failed attribute lookup
+        // builds and drops an AttributeError, ~4,900 instructions).
+        let framing = if framing.upgrade && stream::is_upgrade(result) {
+            framing
+        } else {
+            self.close_if_upload_open(&req.parts, framing)
+        };
+        let common = self.common().with_request_id(&req.exchange.id_line);
+        let sent = match encode_result(py, common, result, framing, &mut bytes) {
+            Ok(Encoded::Whole(sent)) => sent,
+            Ok(Encoded::Stream(mut plan)) => {
+                plan.request = Some(request.clone_ref(py));
+                return self.queue_stream(bytes, plan);
+            }
+            Err(err) => encode_error(
+                py,
+                self.disp.get(),
+                common,
+                request,
+                err,
+                framing,
+                &mut bytes,
+            ),
+        };
+        self.record_response(py, &req.parts, &req.exchange, sent);
+        match self.core.direct() {
+            Some(out) => *out = bytes,
+            None => self.core.emit(bytes),
+        }
+    }
+
+    pub(super) fn emit_error(
+        &mut self,
+        py: Python<'_>,
+        request: &Py<Request>,
+        err: PyErr,
+        framing: Framing,
+    ) {
+        let mut bytes = Vec::new();
+        let req = request.get();
+        let framing = self.close_if_upload_open(&req.parts, framing);
+        let common = self.common().with_request_id(&req.exchange.id_line);
+        let sent = encode_error(
+            py,
+            self.disp.get(),
+            common,
+            request,
+            err,
+            framing,
+            &mut bytes,
+        );
+        self.record_response(py, &req.parts, &req.exchange, sent);
+        self.core.emit(bytes);
+    }
+
+    /// Emits a response the core made itself (404, 405, 503) for a routed head.
+    pub(super) fn emit_response(
+        &mut self,
+        py: Python<'_>,
+        resp: &Response,
+        framing: Framing,
+        parts: &request::Parts,
+        exchange: &Exchange,
+    ) {
+        let framing = self.close_if_upload_open(parts, framing);
+        let disp = self.disp.get();
+        let common = encode::Common {
+            server_line: &disp.server_line,
+            date_line: &self.date,
+            request_id_line: &exchange.id_line,
+            request_id_name: disp.request_ids.as_ref().map_or("", |ids| ids.name()),
+        };
+        let sent = if let Some(out) = self.core.direct() {
+            resp.encode_into(py, out, framing, common)
+        } else {
+            let mut bytes = Vec::new();
+            let sent = resp.encode_into(py, &mut bytes, framing, common);
+            self.core.emit(bytes);
+            sent
+        };
+        self.record_response(py, parts, exchange, sent);
+    }
+}
+
+/// How `call_handler` calls a handler: with the route's path parameters (which the
+/// request shows too), or with keywords of the core's own (`allow` for the app's
+/// method-not-allowed answer); the route's pattern, None for no route.
+pub(super) struct Call<'py> {
+    path_params: Option<Bound<'py, PyDict>>,
+    extra: Option<Bound<'py, PyDict>>,
+    pattern: Option<Py<PyString>>,
+}
