@@ -1,7 +1,8 @@
 //! `veter._core`: the native HTTP/1.1 core of veter.
 //!
-//! Only the module definition lives here; see `protocol.rs` for the connection,
-//! `http1/` for the sans-IO parser and encoder and `router/` for routing.
+//! Only the module definition lives here; see `conn/` for the connection's state
+//! machine, `protocol.rs` for the asyncio protocol around it, `http1/` for the
+//! sans-IO parser and encoder and `router/` for routing (docs/design.md).
 
 pub mod access;
 pub mod body_stream;
