@@ -21,6 +21,7 @@ pub mod request_id;
 pub mod response;
 pub mod router;
 pub mod settings;
+pub mod shared;
 pub mod timeouts;
 pub mod websocket;
 

@@ -13,6 +13,7 @@
 //! `RefCell`-like borrow of the connection is always released before calling the
 //! transport. Handlers run while the connection is borrowed; they cannot reach it.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use pyo3::prelude::*;
@@ -21,7 +22,6 @@ use smallvec::SmallVec;
 
 use crate::access::Entry;
 use crate::conn::{self, Begin, Core, Env, Event};
-use crate::dispatcher::Dispatcher;
 use crate::http1::encode::{self, Framing};
 use crate::http1::error::ParseError;
 use crate::http1::parse::{BodyKind, Head, Version};
@@ -43,6 +43,9 @@ mod upload;
 
 pub use completion::Completion;
 pub use stream::{StreamWriter, Streamed, Upgrade};
+
+/// What a connection reads of the worker (see `shared.rs`).
+pub type Shared = crate::shared::Shared<Py<Connection>>;
 
 /// What the shell keeps in the core.
 pub struct PyShell;
@@ -82,7 +85,11 @@ struct Actions {
 
 #[pyclass(module = "veter._core", name = "Connection")]
 pub struct Connection {
-    disp: Py<Dispatcher>,
+    /// What the worker's connections share (routes, settings, overload, registry).
+    disp: Arc<Shared>,
+    /// The Python `Dispatcher` that made this connection (handed to deferred handlers
+    /// and asked for its end-of-iteration marker).
+    dispatcher: Py<PyAny>,
     id: u64,
     /// The HTTP state: input, output queue, pauses, timers.
     core: Core<PyShell>,
@@ -118,7 +125,7 @@ pub struct Connection {
 
 impl Connection {
     fn common(&self) -> encode::Common<'_> {
-        let disp = self.disp.get();
+        let disp = &*self.disp;
         encode::Common {
             server_line: &disp.server_line,
             date_line: &self.date,
@@ -129,7 +136,7 @@ impl Connection {
 
     /// The id and start of a request about to be routed (see `request_id.rs`).
     fn exchange_for(&self, py: Python<'_>, parts: &request::Parts) -> Exchange {
-        let disp = self.disp.get();
+        let disp = &*self.disp;
         let (id_line, id_start) = match &disp.request_ids {
             Some(ids) => {
                 let head = &parts.buf.bind(py).as_bytes()[parts.base..];
@@ -155,7 +162,7 @@ impl Connection {
     #[cold]
     #[inline(never)]
     fn forwarded(
-        disp: &Dispatcher,
+        disp: &Shared,
         py: Python<'_>,
         parts: &request::Parts,
     ) -> Option<Box<crate::proxy::Forwarded>> {
@@ -190,7 +197,7 @@ impl Connection {
         exchange: &Exchange,
         sent: encode::Sent,
     ) {
-        let disp = self.disp.get();
+        let disp = &*self.disp;
         if disp.metrics.is_none() && disp.access.is_none() {
             return;
         }
@@ -225,11 +232,12 @@ impl Connection {
         );
     }
 
-    pub fn new(py: Python<'_>, disp: Py<Dispatcher>) -> Self {
-        let id = disp.get().next_id();
+    pub fn new(py: Python<'_>, disp: Arc<Shared>, dispatcher: Py<PyAny>) -> Self {
+        let id = disp.next_id();
         let now = Instant::now();
         Connection {
             disp,
+            dispatcher,
             id,
             core: Core::new(now),
             transport: None,
@@ -279,7 +287,6 @@ impl Connection {
     fn framing_for(&self, head: &Head, is_head: bool) -> Framing {
         let shutting = self
             .disp
-            .get()
             .last_answers
             .load(std::sync::atomic::Ordering::Relaxed);
         Framing {
@@ -299,7 +306,7 @@ impl Connection {
     ) -> PyResult<()> {
         let data = chunk.as_bytes();
         loop {
-            let disp = self.disp.get();
+            let disp = &*self.disp;
             let env = Env {
                 limits: &disp.limits,
                 max_pipelined: disp.max_pipelined,
@@ -318,8 +325,8 @@ impl Connection {
                             mut route,
                         } = pending;
                         parts.body = Body::Owned(body);
-                        let disp = self.disp.clone_ref(py);
-                        self.dispatch(py, disp.get(), parts, route.lookup(), framing)?;
+                        let disp = self.disp.clone();
+                        self.dispatch(py, &disp, parts, route.lookup(), framing)?;
                     }
                 }
                 Event::Upload { bytes } => self.feed_upload(py, bytes),
@@ -354,8 +361,8 @@ impl Connection {
         let mut framing = self.framing_for(&head, is_head);
         // The route is looked up once, here: it decides how the body is read, and
         // the handler is called with what it found.
-        let disp_ref = self.disp.clone_ref(py);
-        let disp = disp_ref.get();
+        let disp_ref = self.disp.clone();
+        let disp = &*disp_ref;
         let lookup = route_for(&disp.router, &data[start..], &head.method, &path);
         let (websocket, stream_body) = match &lookup {
             Lookup::Found { route, .. } => {
@@ -427,10 +434,10 @@ impl Connection {
     fn fail_with(&mut self, status: u16, reason: &str) {
         let mut bytes = Vec::new();
         let sent = encode::encode_error(&mut bytes, status, reason, self.common());
-        if let Some(metrics) = &self.disp.get().metrics {
+        if let Some(metrics) = &self.disp.metrics {
             metrics.observe(None, sent.status, std::time::Duration::ZERO);
         }
-        if let Some(access) = &self.disp.get().access {
+        if let Some(access) = &self.disp.access {
             Python::attach(|py| {
                 access.record(
                     py,
@@ -558,7 +565,7 @@ impl Connection {
     /// Parses input that waited in the buffer (after a pause), as if it just
     /// arrived; returns whether there was any to parse.
     fn drain_buffered(&mut self, py: Python<'_>) -> PyResult<bool> {
-        let disp = self.disp.get();
+        let disp = &*self.disp;
         let env = Env {
             limits: &disp.limits,
             max_pipelined: disp.max_pipelined,
@@ -570,4 +577,15 @@ impl Connection {
         let chunk = PyBytes::new(py, &buffered);
         self.process(py, &chunk, 0).map(|()| true)
     }
+}
+
+/// Kwargs for `asyncio.Task(coro, **kwargs)` on one loop; built per connection.
+fn task_kwargs<'py>(
+    py: Python<'py>,
+    event_loop: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("loop", event_loop)?;
+    kwargs.set_item("eager_start", true)?;
+    Ok(kwargs)
 }

@@ -8,7 +8,6 @@ use pyo3::types::PyBytes;
 
 use super::{stream, Connection};
 use crate::conn::{self, Feed};
-use crate::dispatcher::Dispatcher;
 
 #[pymethods]
 impl Connection {
@@ -16,16 +15,16 @@ impl Connection {
         let py = slf.py();
         let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
         let mut this = slf.borrow_mut();
-        let disp = this.disp.clone_ref(py);
-        let d = disp.get();
+        let disp = this.disp.clone();
+        let d = &*disp;
         if d.eager_task.is_some() {
-            this.task_kwargs = Some(Dispatcher::task_kwargs(py, &event_loop)?.unbind());
+            this.task_kwargs = Some(super::task_kwargs(py, &event_loop)?.unbind());
         }
         if d.eager_task.is_none() || d.run_deferred.is_some() {
             this.create_task = Some(event_loop.getattr("create_task")?.unbind());
         }
         if d.overload.queue_timeout.is_some() {
-            this.end_iteration = Some(disp.bind(py).getattr("_end_iteration")?.unbind());
+            this.end_iteration = Some(this.dispatcher.bind(py).getattr("_end_iteration")?.unbind());
             this.event_loop = Some(event_loop.clone().unbind());
             let sock = transport.call_method1("get_extra_info", ("socket",))?;
             this.sock = (!sock.is_none()).then(|| sock.unbind());
@@ -76,7 +75,7 @@ impl Connection {
             let now = Instant::now();
             this.set_clock(now, std::time::SystemTime::now());
             if let (Some(lp), Some(marker)) = (&this.event_loop, &this.end_iteration) {
-                let overload = &this.disp.get().overload;
+                let overload = &this.disp.overload;
                 let mut since = overload.iteration_start(py, now, lp, marker);
                 if this.first_read || overload.may_be_stale(now) {
                     if let Some(sock) = &this.sock {
@@ -87,10 +86,7 @@ impl Connection {
                 this.first_read = false;
                 this.batch_start = since;
             }
-            match this
-                .core
-                .received(data.as_bytes(), now, &this.disp.get().limits)
-            {
+            match this.core.received(data.as_bytes(), now, &this.disp.limits) {
                 Feed::Hold => Ok(()),
                 Feed::Direct => this.process(py, data, 0),
                 Feed::Joined(joined) => this.process(py, &PyBytes::new(py, &joined), 0),
@@ -139,9 +135,14 @@ impl Connection {
                 .filter_map(|slot| slot.stream.take().map(|plan| plan.into_object()))
                 .collect();
             this.detach();
-            (this.disp.clone_ref(py), this.id, pump, unstarted)
+            (this.disp.clone(), this.id, pump, unstarted)
         };
-        disp.get().unregister(py, id);
+        for waiting in disp.unregister(py, id) {
+            // Accepted over the cap: a slot freed, so it may be served now.
+            if let Err(err) = Connection::admit(waiting.bind(py)) {
+                err.print(py);
+            }
+        }
         if let Some(task) = pump {
             // The client is gone: the pump stops and closes its generator.
             if let Err(err) = task.call_method0(py, "cancel") {

@@ -21,8 +21,8 @@ pub struct Completion {
 impl Completion {
     fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
         let conn = self.conn.bind(py);
-        let disp = conn.borrow().disp.clone_ref(py);
-        disp.get().overload.finished(py);
+        let disp = conn.borrow().disp.clone();
+        disp.overload.finished(py);
         let mut unsent = None;
         Connection::with_borrow(conn, |this, py| {
             this.core.handler_done();
@@ -44,13 +44,9 @@ impl Completion {
                 return this.drain_buffered(py).map(drop);
             }
             slot.pending = None;
-            let disp = this.disp.clone_ref(py);
+            let disp = this.disp.clone();
             let mut framing = self.framing;
-            if disp
-                .get()
-                .last_answers
-                .load(std::sync::atomic::Ordering::Relaxed)
-            {
+            if disp.last_answers.load(std::sync::atomic::Ordering::Relaxed) {
                 // Draining: this response is the connection's last.
                 framing.keep_alive = false;
             }
@@ -75,15 +71,8 @@ impl Completion {
                     plan = Some(p);
                 }
                 Err(err) => {
-                    let sent = encode_error(
-                        py,
-                        disp.get(),
-                        common,
-                        &self.request,
-                        err,
-                        framing,
-                        &mut bytes,
-                    );
+                    let sent =
+                        encode_error(py, &disp, common, &self.request, err, framing, &mut bytes);
                     this.record_response(py, &req.parts, &req.exchange, sent);
                 }
             }
@@ -100,7 +89,7 @@ impl Completion {
             obj.call_method0(py, "_veter_abandon")?;
         }
         // A handler slot freed: let connections waiting for one go on, in order.
-        while let Some(waiting) = disp.get().overload.next_waiting() {
+        while let Some(waiting) = disp.overload.next_waiting() {
             Connection::with_borrow(waiting.bind(py), |this, py| {
                 let resumed = this.drain_buffered(py).map(drop);
                 this.core.waiting_since = None;

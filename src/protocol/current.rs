@@ -20,7 +20,7 @@ use std::cell::RefCell;
 
 use pyo3::prelude::*;
 
-use crate::dispatcher::Dispatcher;
+use super::Shared;
 use crate::request::Request;
 
 thread_local! {
@@ -46,7 +46,7 @@ pub(super) enum CurrentRequest<'py> {
 
 impl<'py> CurrentRequest<'py> {
     /// Sets the context variable (for a handler that becomes a task).
-    pub(super) fn enter(disp: &Dispatcher, request: &Bound<'py, Request>) -> PyResult<Self> {
+    pub(super) fn enter(disp: &Shared, request: &Bound<'py, Request>) -> PyResult<Self> {
         let py = request.py();
         let token = disp.request_var_set.bind(py).call1((request,))?;
         Ok(CurrentRequest::Context {
@@ -57,7 +57,7 @@ impl<'py> CurrentRequest<'py> {
 
     /// The context variable for a handler that runs as a task, the slot otherwise.
     pub(super) fn for_handler(
-        disp: &Dispatcher,
+        disp: &Shared,
         is_async: bool,
         request: &Bound<'py, Request>,
     ) -> PyResult<Self> {

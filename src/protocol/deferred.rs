@@ -21,10 +21,13 @@ impl Connection {
         kwargs: Option<Bound<'_, PyDict>>,
         framing: Framing,
     ) -> PyResult<()> {
-        let disp = self.disp.clone_ref(py);
-        let coro = run
-            .bind(py)
-            .call1((disp.clone_ref(py), handler, request.clone_ref(py), kwargs));
+        let disp = self.disp.clone();
+        let coro = run.bind(py).call1((
+            self.dispatcher.clone_ref(py),
+            handler,
+            request.clone_ref(py),
+            kwargs,
+        ));
         let coro = match coro {
             Ok(coro) => coro,
             Err(err) => {
@@ -32,12 +35,12 @@ impl Connection {
                 return Ok(());
             }
         };
-        disp.get().overload.defer();
+        disp.overload.defer();
         let before = self.core.in_flight;
         let started = self.start_task(py, &coro, request, framing, false);
         if self.core.in_flight == before {
             // Not queued after all (it failed to start): nothing waits for it.
-            disp.get().overload.deferred_started();
+            disp.overload.deferred_started();
         }
         started
     }

@@ -11,13 +11,14 @@ use pyo3::types::{PyDict, PyString};
 
 use super::current::CurrentRequest;
 use super::respond::{encode_error, encode_result, is_coroutine, Encoded};
+use super::Shared;
 use super::{stream, Completion, Connection, Running};
-use crate::dispatcher::{Dispatcher, Route};
 use crate::http1::encode::{self, Framing};
 use crate::request::{self, Exchange, Request};
 use crate::response::{Response, TEXT_PLAIN};
 use crate::router::params::ParamValue;
 use crate::router::tree::Lookup;
+use crate::shared::Route;
 
 impl Connection {
     /// Runs the handler `lookup` found for one complete request (or answers 404,
@@ -25,7 +26,7 @@ impl Connection {
     pub(super) fn dispatch(
         &mut self,
         py: Python<'_>,
-        disp: &Dispatcher,
+        disp: &Shared,
         parts: request::Parts,
         lookup: Lookup<'_>,
         framing: Framing,
@@ -111,7 +112,7 @@ impl Connection {
     pub(super) fn call_handler(
         &mut self,
         py: Python<'_>,
-        disp: &Dispatcher,
+        disp: &Shared,
         route: &Route,
         parts: request::Parts,
         exchange: Exchange,
@@ -195,12 +196,7 @@ impl Connection {
         };
         let task = match (&self.create_task, kwargs) {
             (_, Some(kwargs)) => {
-                let task_type = self
-                    .disp
-                    .get()
-                    .eager_task
-                    .as_ref()
-                    .expect("kwargs imply eager");
+                let task_type = self.disp.eager_task.as_ref().expect("kwargs imply eager");
                 task_type.bind(py).call((coro,), Some(kwargs.bind(py)))
             }
             (Some(create), None) => create.bind(py).call1((coro,)),
@@ -227,7 +223,7 @@ impl Connection {
             request: request.clone_ref(py),
         };
         let seq = self.core.reserve(running, Instant::now());
-        self.disp.get().overload.started(py);
+        self.disp.overload.started(py);
         let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
             return Err(PyTypeError::new_err("connection is not attached"));
         };
@@ -266,15 +262,7 @@ impl Connection {
                 plan.request = Some(request.clone_ref(py));
                 return self.queue_stream(bytes, plan);
             }
-            Err(err) => encode_error(
-                py,
-                self.disp.get(),
-                common,
-                request,
-                err,
-                framing,
-                &mut bytes,
-            ),
+            Err(err) => encode_error(py, &self.disp, common, request, err, framing, &mut bytes),
         };
         self.record_response(py, &req.parts, &req.exchange, sent);
         match self.core.direct() {
@@ -294,15 +282,7 @@ impl Connection {
         let req = request.get();
         let framing = self.close_if_upload_open(&req.parts, framing);
         let common = self.common().with_request_id(&req.exchange.id_line);
-        let sent = encode_error(
-            py,
-            self.disp.get(),
-            common,
-            request,
-            err,
-            framing,
-            &mut bytes,
-        );
+        let sent = encode_error(py, &self.disp, common, request, err, framing, &mut bytes);
         self.record_response(py, &req.parts, &req.exchange, sent);
         self.core.emit(bytes);
     }
@@ -317,7 +297,7 @@ impl Connection {
         exchange: &Exchange,
     ) {
         let framing = self.close_if_upload_open(parts, framing);
-        let disp = self.disp.get();
+        let disp = &*self.disp;
         let common = encode::Common {
             server_line: &disp.server_line,
             date_line: &self.date,

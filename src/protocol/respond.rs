@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use super::stream;
-use crate::dispatcher::Dispatcher;
+use super::Shared;
 use crate::http1::encode::{self, Framing};
 use crate::pyrefs;
 use crate::request::Request;
@@ -76,7 +76,7 @@ pub fn encode_result(
 /// Asks the app's error handler for a response to `err`; falls back to a plain 500.
 pub fn encode_error(
     py: Python<'_>,
-    disp: &Dispatcher,
+    disp: &Shared,
     common: encode::Common<'_>,
     request: &Py<Request>,
     err: PyErr,

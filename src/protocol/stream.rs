@@ -401,9 +401,14 @@ impl StreamWriter {
             let resume = this.core.reading_paused;
             let transport = this.transport.take();
             this.detach();
-            (transport, rest, resume, this.disp.clone_ref(py), this.id)
+            (transport, rest, resume, this.disp.clone(), this.id)
         };
-        disp.get().unregister(py, id);
+        for waiting in disp.unregister(py, id) {
+            // Accepted over the cap: a slot freed, so it may be served now.
+            if let Err(err) = Connection::admit(waiting.bind(py)) {
+                err.print(py);
+            }
+        }
         let Some(transport) = transport else {
             return Err(PyConnectionResetError::new_err("the client disconnected"));
         };

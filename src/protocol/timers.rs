@@ -79,7 +79,7 @@ impl Connection {
                 body: b"handler deadline exceeded",
             };
             let req = run.request.get();
-            let disp = self.disp.get();
+            let disp = &*self.disp;
             let common = encode::Common {
                 server_line: &disp.server_line,
                 date_line: &self.date,

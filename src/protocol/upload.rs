@@ -46,7 +46,7 @@ impl Connection {
         let conn = self.self_ref.as_ref().map(|c| c.clone_ref(py).into_any());
         let stream = Py::new(py, BodyStream::new(conn))?;
         let body = Body::Stream(stream.clone_ref(py));
-        let limits = &self.disp.get().limits;
+        let limits = &self.disp.limits;
         self.core
             .stream_body(Upload { stream }, kind, expect_continue, limits);
         Ok(body)
