@@ -70,6 +70,9 @@ pub struct Running {
     task: Py<PyAny>,
     framing: Framing,
     request: Py<Request>,
+    /// The app's middleware around an answer of the core's (the deadline's 504):
+    /// past the deadline again, the core answers without it.
+    core_answer: bool,
 }
 
 /// What to do with the transport once the connection is no longer borrowed.

@@ -150,11 +150,13 @@ def compose_unmatched(
     middleware: Sequence[Middleware],
     on_error: ErrorResponder,
 ) -> Handler:
-    """The handler the core calls for requests no route takes: ``(request)`` for an
-    unknown path, ``(request, allow=...)`` for a method no route takes; the app's
-    middleware runs around either, as around a route's handler."""
+    """The handler the core calls for requests it does not hand to a route:
+    ``(request)`` for an unknown path, ``(request, allow=...)`` for a method no route
+    takes, ``(request, answer=...)`` for a request the core answers itself (the 503
+    of a shed request). The app's middleware runs around each, as around a route's
+    handler, so it can add to or replace the core's answers."""
 
-    async def answer(request: Any, allow: str | None) -> AnyResponse:
+    async def respond(request: Any, allow: str | None) -> AnyResponse:
         try:
             result = on_not_found(request) if allow is None else on_not_allowed(request, allow)
             if inspect.isawaitable(result):
@@ -163,9 +165,11 @@ def compose_unmatched(
         except Exception as exc:  # noqa: BLE001 - becomes the error response
             return on_error(request, exc)
 
-    async def entry(request: Any, allow: str | None = None) -> AnyResponse:
+    async def entry(request: Any, allow: str | None = None, answer: Response | None = None) -> AnyResponse:
         async def endpoint(request: Any) -> AnyResponse:
-            return await answer(request, allow)
+            if answer is not None:
+                return answer
+            return await respond(request, allow)
 
         chain: CallNext = endpoint
         for mw in reversed(middleware):

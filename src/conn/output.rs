@@ -86,6 +86,17 @@ impl<S: Shell> Core<S> {
         seq
     }
 
+    /// Slot `seq` now waits for another running handler (its first one was given up).
+    pub fn rerun(&mut self, seq: u64, running: S::Running, now: Instant) -> bool {
+        let Some(slot) = self.slot_mut(seq) else {
+            return false;
+        };
+        slot.pending = Some(running);
+        slot.started = Some(now);
+        self.in_flight += 1;
+        true
+    }
+
     /// Queues a streamed response: `head` holds its head.
     pub fn queue_stream(&mut self, head: Vec<u8>, plan: S::Plan) {
         let seq = self.take_seq();

@@ -39,8 +39,13 @@ impl Completion {
             let Some(slot) = this.core.slot_mut(self.seq) else {
                 return Ok(());
             };
-            if slot.bytes.is_some() {
-                // Already answered 504 at its deadline; the cancelled task ends here.
+            let owns = slot
+                .pending
+                .as_ref()
+                .is_some_and(|run| run.task.bind(py).is(task));
+            if slot.bytes.is_some() || !owns {
+                // Already answered at its deadline (a 504, or the app's middleware
+                // answering it); the cancelled task ends here.
                 return this.drain_buffered(py).map(drop);
             }
             slot.pending = None;

@@ -21,8 +21,9 @@ use crate::router::tree::Lookup;
 use crate::shared::Route;
 
 impl Connection {
-    /// Runs the handler `lookup` found for one complete request (or answers 404,
-    /// 405 or 503 itself).
+    /// Runs the handler `lookup` found for one complete request, or answers 404, 405
+    /// or the shed 503 itself (through the app's `unmatched` handler when it has
+    /// middleware or its own not-found or method-not-allowed handler).
     pub(super) fn dispatch(
         &mut self,
         py: Python<'_>,
@@ -48,6 +49,18 @@ impl Connection {
                 let resp =
                     Response::new_plain(py, 503, b"Service Unavailable: overloaded", TEXT_PLAIN)
                         .with_header("Retry-After", "1");
+                if let Some(unmatched) = &disp.unmatched {
+                    // The app's middleware sees the core's answer (the handler does
+                    // not run): a CORS header on it lets a browser read it.
+                    let extra = PyDict::new(py);
+                    extra.set_item(pyo3::intern!(py, "answer"), Py::new(py, resp)?)?;
+                    let call = Call {
+                        path_params: None,
+                        extra: Some(extra),
+                        pattern: None,
+                    };
+                    return self.call_handler(py, disp, unmatched, parts, exchange, call, framing);
+                }
                 self.emit_response(py, &resp, framing, &parts, &exchange);
                 return Ok(());
             }
@@ -221,6 +234,7 @@ impl Connection {
             task: task.clone().unbind(),
             framing,
             request: request.clone_ref(py),
+            core_answer: false,
         };
         let seq = self.core.reserve(running, Instant::now());
         self.disp.overload.started(py);

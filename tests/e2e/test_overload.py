@@ -85,6 +85,37 @@ def test_late_requests_are_shed_with_503(serve: Serve) -> None:
     assert dispatcher.shed_count == 5
 
 
+def test_app_middleware_sees_the_shed_503(serve: Serve) -> None:
+    app = veter.App()
+    seen: list[tuple[str, int]] = []
+
+    @app.middleware
+    async def cors(request: veter.Request, call_next: veter.routing.CallNext) -> veter.Response:
+        response = await call_next(request)
+        seen.append((request.path, response.status))
+        response.set_header("Access-Control-Allow-Origin", "*")
+        return response
+
+    @app.get("/slow")
+    async def slow(request: veter.Request) -> str:
+        await asyncio.sleep(0.05)
+        return "worked"
+
+    # One handler at a time: the second and third requests wait for the first's
+    # 50 ms, past the 20 ms queue timeout.
+    server = serve(app, queue_timeout=0.02, max_concurrency=1)
+    with server.connect() as sock:
+        sock.sendall(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n" * 3)
+        responses, closed = read_responses(sock, 3)
+    assert [r.status for r in responses] == [200, 503, 503]
+    # The middleware ran around the core's answer (the handler did not run for it).
+    assert all(r.headers["access-control-allow-origin"] == "*" for r in responses)
+    assert all(r.headers["retry-after"] == "1" for r in responses[1:])
+    assert responses[1].text == "Service Unavailable: overloaded"
+    assert seen == [("/slow", 200), ("/slow", 503), ("/slow", 503)]
+    assert not closed
+
+
 def test_shed_requests_do_not_close_the_connection(serve: Serve) -> None:
     app = veter.App()
 

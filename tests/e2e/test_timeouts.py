@@ -120,6 +120,33 @@ def test_handler_deadline_cancels_and_answers_504(serve: Serve) -> None:
     assert cancelled == ["cancelled"]
 
 
+def test_app_middleware_sees_the_deadline_504(serve: Serve) -> None:
+    cancelled: list[str] = []
+    app = make_app(cancelled)
+    seen: list[int] = []
+
+    @app.middleware
+    async def cors(request: veter.Request, call_next: veter.routing.CallNext) -> veter.Response:
+        try:
+            response = await call_next(request)
+        except asyncio.CancelledError:
+            seen.append(-1)  # the handler's chain is cancelled at the deadline
+            raise
+        seen.append(response.status)
+        response.set_header("Access-Control-Allow-Origin", "*")
+        return response
+
+    server = serve(app, request_timeout=0.5)
+    with server.connect() as sock:
+        sock.sendall(b"GET /sleep?s=5 HTTP/1.1\r\nHost: t\r\n\r\nGET /sleep?s=0.01 HTTP/1.1\r\nHost: t\r\n\r\n")
+        (late, after), _ = read_responses(sock, 2)
+    assert (late.status, late.text) == (504, "handler deadline exceeded")
+    assert late.headers["access-control-allow-origin"] == "*"
+    assert (after.status, after.text) == (200, "slept")
+    assert cancelled == ["cancelled"]
+    assert sorted(seen) == [-1, 200, 504]
+
+
 def test_request_timeout_zero_means_no_deadline(serve: Serve) -> None:
     server = serve(make_app(), request_timeout=0)
     with server.connect() as sock:
