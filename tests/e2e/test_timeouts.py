@@ -138,7 +138,9 @@ def test_app_middleware_sees_the_deadline_504(serve: Serve) -> None:
 
     server = serve(app, request_timeout=0.5)
     with server.connect() as sock:
-        sock.sendall(b"GET /sleep?s=5 HTTP/1.1\r\nHost: t\r\n\r\nGET /sleep?s=0.01 HTTP/1.1\r\nHost: t\r\n\r\n")
+        sock.sendall(
+            b"GET /sleep?s=5 HTTP/1.1\r\nHost: t\r\n\r\nGET /sleep?s=0.01 HTTP/1.1\r\nHost: t\r\n\r\n"
+        )
         (late, after), _ = read_responses(sock, 2)
     assert (late.status, late.text) == (504, "handler deadline exceeded")
     assert late.headers["access-control-allow-origin"] == "*"
