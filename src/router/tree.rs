@@ -45,11 +45,11 @@
 //! in Python.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
+pub use super::error::RouteError;
 use super::params::{self, split_segment, Kind, ParamValue, Segment, Statics};
 
 /// Node 0 is the root, which stands for the '/' every path starts with.
@@ -60,43 +60,6 @@ const GET: u64 = 1;
 const HEAD: u64 = 1 << 1;
 /// Method sets are `u64` masks over the router's method table.
 const MAX_METHODS: usize = 64;
-
-/// Why a route could not be added. Both messages are meant to be shown to the
-/// user verbatim at startup.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RouteError {
-    /// The pattern (or the method list or route index given with it) breaks a rule.
-    InvalidPattern { pattern: String, reason: String },
-    /// `new` has the same shape as `existing` and shares `methods` with it.
-    Conflict {
-        existing: String,
-        new: String,
-        methods: Vec<String>,
-    },
-}
-
-impl fmt::Display for RouteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::InvalidPattern { pattern, reason } => {
-                write!(f, "invalid route pattern {pattern:?}: {reason}")
-            }
-            Self::Conflict {
-                existing,
-                new,
-                methods,
-            } => {
-                let methods = methods.join(",");
-                write!(
-                    f,
-                    "route conflict: {methods} {existing} overlaps {methods} {new}"
-                )
-            }
-        }
-    }
-}
-
-impl std::error::Error for RouteError {}
 
 /// The answer to one request.
 #[derive(Debug, PartialEq)]
