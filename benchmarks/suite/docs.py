@@ -2,6 +2,7 @@
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from types import ModuleType
 
@@ -44,6 +45,31 @@ def _latest(module: ModuleType) -> Path | None:
     return (full or quick or [None])[-1]
 
 
+#: What a run measures of veter: a change here since the run makes its figures older
+#: than the code.
+MEASURED = ["src", "python/veter", "Cargo.toml", "Cargo.lock", "pyproject.toml"]
+
+
+def _older_code(commit: str) -> str:
+    """A warning when veter's code changed since the run's commit, else ''."""
+    rev = commit.removesuffix("-dirty")
+    changed = subprocess.run(
+        ["git", "diff", "--quiet", rev, "HEAD", "--", *MEASURED],
+        cwd=paths.REPO,
+        capture_output=True,
+        check=False,
+    )
+    if changed.returncode == 0:
+        return ""
+    if changed.returncode != 1:  # not a commit git knows (a shallow clone, say)
+        return f"**Code of the run unknown here.** veter {commit} is not in this clone's history.\n"
+    return (
+        f"**Older code.** This run measured veter {rev}; the engine or the package changed "
+        f"since (`git diff {rev} HEAD -- {' '.join(MEASURED)}`), so these figures are of "
+        f"{rev}, not of the current code, until `make bench SCENARIO=<name>` runs again.\n"
+    )
+
+
 def regenerate(modules: list[ModuleType]) -> Path:
     sections = [INTRO]
     for module in modules:
@@ -54,6 +80,9 @@ def regenerate(modules: list[ModuleType]) -> Path:
         result = json.loads(latest.read_text())
         chart = os.path.relpath(latest.parent / "chart.png", paths.DOCS_PAGE.parent)
         sections.append(report.page(module, result, chart))
+        older = _older_code(result["machine"]["veter"]["commit"])
+        if older:
+            sections.append(older)
         sections.append(f"Data: `{os.path.relpath(latest, paths.REPO)}`.\n")
         notes = paths.REPO / "benchmarks" / "notes" / f"{module.NAME}.md"
         if notes.exists():
