@@ -105,6 +105,36 @@ pub struct Parts {
     pub body: Body,
 }
 
+/// A request's parts where they were built, until the `Request` object takes them
+/// (`take`, once). The shell passes this down by reference: moving `Parts` by value
+/// through `dispatch` and `call_handler` measured one more 256-byte copy per request
+/// (callgrind), as LLVM cannot elide a move out of a local whose address escaped.
+pub struct Built(Option<Parts>);
+
+impl Built {
+    pub fn new(parts: Parts) -> Self {
+        Built(Some(parts))
+    }
+
+    /// The parts, until taken.
+    pub fn get(&self) -> &Parts {
+        self.0
+            .as_ref()
+            .expect("a request's parts are read before they are taken")
+    }
+
+    pub fn get_mut(&mut self) -> &mut Parts {
+        self.0
+            .as_mut()
+            .expect("a request's parts are changed before they are taken")
+    }
+
+    /// The parts, moved out for the request object (the one move).
+    pub fn take(&mut self) -> Parts {
+        self.0.take().expect("a request's parts are taken once")
+    }
+}
+
 /// Splits a request target into its path and query ranges (offsets into `buf`).
 /// absolute-form (`http://host/p?q`) routes on its path; asterisk and authority
 /// forms route on the whole target.

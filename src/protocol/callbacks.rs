@@ -137,12 +137,7 @@ impl Connection {
             this.detach();
             (this.disp.clone(), this.id, pump, unstarted)
         };
-        for waiting in disp.unregister(py, id) {
-            // Accepted over the cap: a slot freed, so it may be served now.
-            if let Err(err) = Connection::admit(waiting.bind(py)) {
-                err.print(py);
-            }
-        }
+        Connection::leave(py, &disp, id);
         if let Some(task) = pump {
             // The client is gone: the pump stops and closes its generator.
             if let Err(err) = task.call_method0(py, "cancel") {

@@ -28,7 +28,7 @@ impl Connection {
         &mut self,
         py: Python<'_>,
         disp: &Shared,
-        parts: request::Parts,
+        parts: &mut request::Built,
         lookup: Lookup<'_>,
         framing: Framing,
     ) -> PyResult<()> {
@@ -36,7 +36,7 @@ impl Connection {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.served += 1;
         self.note_framing(framing);
-        let mut exchange = self.exchange_for(py, &parts);
+        let mut exchange = self.exchange_for(py, parts.get());
         if disp.overload.queue_timeout.is_some() {
             let since = self.core.waiting_since.unwrap_or(self.batch_start);
             if disp
@@ -61,7 +61,7 @@ impl Connection {
                     };
                     return self.call_handler(py, disp, unmatched, parts, exchange, call, framing);
                 }
-                self.emit_response(py, &resp, framing, &parts, &exchange);
+                self.emit_response(py, &resp, framing, parts.get(), &exchange);
                 return Ok(());
             }
         }
@@ -80,7 +80,7 @@ impl Connection {
                     return self.call_handler(py, disp, unmatched, parts, exchange, call, framing);
                 }
                 let resp = Response::new_plain(py, 404, b"Not Found", TEXT_PLAIN);
-                self.emit_response(py, &resp, framing, &parts, &exchange);
+                self.emit_response(py, &resp, framing, parts.get(), &exchange);
                 return Ok(());
             }
             Lookup::MethodNotAllowed { allow } => {
@@ -96,7 +96,7 @@ impl Connection {
                 }
                 let resp = Response::new_plain(py, 405, b"Method Not Allowed", TEXT_PLAIN)
                     .with_header("Allow", allow);
-                self.emit_response(py, &resp, framing, &parts, &exchange);
+                self.emit_response(py, &resp, framing, parts.get(), &exchange);
                 return Ok(());
             }
         };
@@ -127,7 +127,7 @@ impl Connection {
         py: Python<'_>,
         disp: &Shared,
         route: &Route,
-        parts: request::Parts,
+        parts: &mut request::Built,
         exchange: Exchange,
         call: Call<'_>,
         framing: Framing,
@@ -140,7 +140,7 @@ impl Connection {
         let request = Py::new(
             py,
             Request::new(
-                parts,
+                parts.take(),
                 exchange,
                 path_params.as_ref().map(|d| d.clone().unbind()),
                 self.client.clone_ref(py),

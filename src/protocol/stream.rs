@@ -403,12 +403,7 @@ impl StreamWriter {
             this.detach();
             (transport, rest, resume, this.disp.clone(), this.id)
         };
-        for waiting in disp.unregister(py, id) {
-            // Accepted over the cap: a slot freed, so it may be served now.
-            if let Err(err) = Connection::admit(waiting.bind(py)) {
-                err.print(py);
-            }
-        }
+        Connection::leave(py, &disp, id);
         let Some(transport) = transport else {
             return Err(PyConnectionResetError::new_err("the client disconnected"));
         };
