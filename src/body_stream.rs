@@ -5,6 +5,10 @@
 //! and ends the stream (`finish`); the reader takes them with `__anext__`. Below
 //! `LOW` bytes waiting, a paused connection is asked to read again: through its
 //! Python method `_resume_upload`, so this module needs nothing of the connection.
+//!
+//! For a hosted ASGI app the same stream is read as messages (`receive`): each
+//! piece is an `http.request` dict with `more_body`, the end is one with
+//! `more_body` false, a client that left gives `http.disconnect`.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -35,6 +39,10 @@ struct State {
     waiter: Option<Py<PyAny>>,
     /// The connection, to read again after a pause (cleared at the end).
     conn: Option<Py<PyAny>>,
+    /// Read as ASGI messages (`receive`), not as pieces (`__anext__`).
+    messages: bool,
+    /// The last message (`more_body` false, or a disconnect) has been handed out.
+    told_end: bool,
 }
 
 #[pyclass(module = "veter._core", name = "BodyStream", frozen)]
@@ -57,8 +65,17 @@ impl BodyStream {
                 end: End::Open,
                 waiter: None,
                 conn,
+                messages: false,
+                told_end: false,
             }),
         }
+    }
+
+    /// A stream read by an ASGI app's `receive`, as messages.
+    pub fn for_asgi(conn: Option<Py<PyAny>>) -> Self {
+        let stream = BodyStream::new(conn);
+        stream.locked().messages = true;
+        stream
     }
 
     /// A stream holding a whole body already read (a route without `stream_body`).
@@ -83,8 +100,17 @@ impl BodyStream {
         let mut state = self.locked();
         if let Some(waiter) = state.waiter.take() {
             if !is_done(py, &waiter) {
+                let messages = state.messages;
                 drop(state);
-                let _ = waiter.call_method1(py, "set_result", (PyBytes::new(py, &bytes),));
+                let piece = PyBytes::new(py, &bytes).into_any();
+                let value = if messages {
+                    request_message(py, piece, true).map(Bound::into_any)
+                } else {
+                    Ok(piece)
+                };
+                if let Ok(value) = value {
+                    let _ = waiter.call_method1(py, "set_result", (value,));
+                }
                 return false;
             }
         }
@@ -106,6 +132,22 @@ impl BodyStream {
         };
         state.conn = None;
         let waiter = state.waiter.take();
+        if state.messages {
+            if let Some(waiter) = waiter.filter(|w| !is_done(py, w)) {
+                state.told_end = true;
+                let last = last_message(py, &state.end);
+                drop(state);
+                match last {
+                    Ok(message) => {
+                        let _ = waiter.call_method1(py, "set_result", (message,));
+                    }
+                    Err(err) => {
+                        let _ = waiter.call_method1(py, "set_exception", (err.value(py),));
+                    }
+                }
+            }
+            return;
+        }
         let error = end_error(py, &state.end);
         drop(state);
         if let Some(waiter) = waiter {
@@ -201,5 +243,90 @@ impl BodyStream {
 impl BodyStream {
     pub fn wants_more(&self) -> bool {
         self.locked().buffered < LOW
+    }
+
+    /// The last message has been handed out: `receive` now waits for the end.
+    pub fn told_end(&self) -> bool {
+        self.locked().told_end
+    }
+
+    /// The next ASGI message (an awaitable): `http.request` with the next piece,
+    /// the last one with `more_body` false, or `http.disconnect`.
+    pub fn receive(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let mut state = slf.get().locked();
+        if let Some(chunk) = state.chunks.pop_front() {
+            state.buffered -= chunk.len();
+            let more = !(state.chunks.is_empty() && matches!(state.end, End::Done));
+            if !more {
+                state.told_end = true;
+            }
+            let conn = (state.buffered < LOW)
+                .then(|| state.conn.as_ref().map(|c| c.clone_ref(py)))
+                .flatten();
+            drop(state);
+            if let Some(conn) = conn {
+                // Not now: this may run inside the connection's own call.
+                let resume = conn.bind(py).getattr("_resume_upload")?;
+                py.import("asyncio")?
+                    .call_method0("get_running_loop")?
+                    .call_method1("call_soon", (resume,))?;
+            }
+            let message = request_message(py, PyBytes::new(py, &chunk).into_any(), more)?;
+            return Ok(crate::ready::ready(py, message.into_any().unbind())?.into_any());
+        }
+        if !matches!(state.end, End::Open) {
+            state.told_end = true;
+            let message = last_message(py, &state.end)?;
+            return Ok(crate::ready::ready(py, message.unbind())?.into_any());
+        }
+        if state.waiter.is_some() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "ASGI receive() called while another receive() is waiting",
+            ));
+        }
+        let future = py
+            .import("asyncio")?
+            .call_method0("get_running_loop")?
+            .call_method0("create_future")?;
+        state.waiter = Some(future.clone().unbind());
+        Ok(future.unbind())
+    }
+}
+
+/// `{"type": "http.request", "body": piece, "more_body": more}`.
+pub fn request_message<'py>(
+    py: Python<'py>,
+    piece: Bound<'py, PyAny>,
+    more: bool,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let message = pyo3::types::PyDict::new(py);
+    message.set_item(pyo3::intern!(py, "type"), pyo3::intern!(py, "http.request"))?;
+    message.set_item(pyo3::intern!(py, "body"), piece)?;
+    message.set_item(pyo3::intern!(py, "more_body"), more)?;
+    Ok(message)
+}
+
+/// `{"type": "http.disconnect"}`.
+pub fn disconnect_message(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let message = pyo3::types::PyDict::new(py);
+    message.set_item(
+        pyo3::intern!(py, "type"),
+        pyo3::intern!(py, "http.disconnect"),
+    )?;
+    Ok(message)
+}
+
+/// What `receive` gives at the end of the body: its last (empty) message, a
+/// disconnect when the client left, or the body's HTTP error.
+fn last_message<'py>(py: Python<'py>, end: &End) -> PyResult<Bound<'py, PyAny>> {
+    match end {
+        End::Open | End::Done => {
+            Ok(request_message(py, PyBytes::new(py, b"").into_any(), false)?.into_any())
+        }
+        End::Gone => Ok(disconnect_message(py)?.into_any()),
+        End::Failed(..) => Err(end_error(py, end).unwrap_or_else(|| {
+            pyo3::exceptions::PyRuntimeError::new_err("the request body failed")
+        })),
     }
 }

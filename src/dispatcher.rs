@@ -28,9 +28,10 @@ impl Dispatcher {
     #[new]
     /// `unmatched`: an async handler called as `handler(request)` for a path no route
     /// has and `handler(request, allow=...)` for a method none takes.
+    /// `asgi`: `(app, root_path, state)` of a hosted ASGI app, served instead of routes.
     #[pyo3(signature = (
         routes, app, error_handler, config, *, access_log = None, access_log_skip = Vec::new(),
-        eager_tasks = None, unmatched = None
+        eager_tasks = None, unmatched = None, asgi = None
     ))]
     #[allow(clippy::too_many_arguments)] // the settings are one; the rest are what the app hands over
     fn new(
@@ -43,8 +44,9 @@ impl Dispatcher {
         access_log_skip: Vec<String>,
         eager_tasks: Option<bool>,
         unmatched: Option<Py<PyAny>>,
+        asgi: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let shared = Shared::new(
+        let mut shared = Shared::new(
             py,
             routes,
             app,
@@ -55,6 +57,10 @@ impl Dispatcher {
             eager_tasks,
             unmatched,
         )?;
+        shared.asgi = asgi
+            .as_ref()
+            .map(crate::asgi::Asgi::from_spec)
+            .transpose()?;
         Ok(Dispatcher {
             shared: Arc::new(shared),
         })

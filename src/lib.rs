@@ -5,6 +5,7 @@
 //! sans-IO parser and encoder and `router/` for routing (docs/design.md).
 
 pub mod access;
+pub mod asgi;
 pub mod body_stream;
 pub mod conn;
 pub mod dispatcher;

@@ -28,6 +28,7 @@ use crate::http1::parse::{BodyKind, Head, Version};
 use crate::request::{self, Body, Request};
 use crate::router::tree::Lookup;
 
+mod asgi;
 mod callbacks;
 mod completion;
 mod current;
@@ -108,6 +109,10 @@ pub struct Connection {
     proxied: bool,
     /// This connection as a Python object, for task completions; cleared when lost.
     self_ref: Option<Py<Connection>>,
+    /// `(host, port)` of the listening socket, for a hosted ASGI app's scopes.
+    server: Option<Py<PyAny>>,
+    /// The requests of a hosted ASGI app still running (told when the client leaves).
+    cycles: Vec<Py<asgi::Cycle>>,
     /// Requests dispatched on this connection.
     served: u64,
     /// When the loop iteration that read the current bytes began (queue timeout).
@@ -168,6 +173,8 @@ impl Connection {
             client_text: String::new(),
             proxied: false,
             self_ref: None,
+            server: None,
+            cycles: Vec::new(),
             served: 0,
             batch_start: now,
             sock: None,
@@ -292,6 +299,8 @@ impl Connection {
         let disp = &*disp_ref;
         let lookup = route_for(&disp.router, &data[start..], &head.method, &path);
         let (websocket, stream_body) = match &lookup {
+            // A hosted ASGI app reads every body as it arrives (`receive`).
+            _ if disp.asgi.is_some() => (false, true),
             Lookup::Found { route, .. } => {
                 let route = &disp.routes[*route];
                 (route.websocket, route.stream_body)

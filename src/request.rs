@@ -421,7 +421,7 @@ impl Request {
     /// "http" or "https" (or "ws"/"wss", as a trusted proxy said): how the client
     /// reached the server.
     #[getter]
-    fn scheme(&self) -> &'static str {
+    pub fn scheme(&self) -> &'static str {
         match self.exchange.forwarded.as_ref().and_then(|f| f.scheme) {
             Some(scheme) => scheme,
             None if self.exchange.secure => "https",

@@ -72,6 +72,8 @@ pub struct Shared<C> {
     /// middleware, or its own not-found or method-not-allowed handler); else the
     /// core answers them itself.
     pub unmatched: Option<Route>,
+    /// The hosted ASGI app this worker serves instead of routes (None: a `veter.App`).
+    pub asgi: Option<crate::asgi::Asgi>,
     pub limits: Limits,
     /// `Server: <value>\r\n`, or empty when the header is off.
     pub server_line: Vec<u8>,
@@ -184,6 +186,7 @@ impl<C: Handle> Shared<C> {
         Ok(Shared {
             router: tree,
             unmatched,
+            asgi: None,
             routes: table,
             limits,
             server_line: config

@@ -7,7 +7,7 @@ import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from veter import _core
 from veter.config import ServerConfig
@@ -49,6 +49,9 @@ class App:
     or ``app.run()``, or test it with ``veter.testing.TestClient(app)``. Routes and
     middleware are fixed once the app starts serving.
     """
+
+    #: The app is another interface's (ASGI), hosted: veter's routes are not used.
+    hosted: ClassVar[bool] = False
 
     def __init__(self, **settings: Any) -> None:
         #: Shared objects for handlers (pools, clients): ``request.app.state.x``.
@@ -317,6 +320,10 @@ class App:
 
     def _config(self) -> ServerConfig:
         return self._serving_config
+
+    def serve_with(self, config: ServerConfig) -> None:
+        """Called by the server before the startup hooks: the settings it serves with."""
+        self._serving_config = config
 
     @property
     def started(self) -> bool:

@@ -22,9 +22,9 @@ __all__ = ["main"]
 _DEFAULTS = ServerConfig()
 
 
-def _load(ref: str) -> Any:
+def _load(ref: str, interface: str = "auto") -> Any:
     try:
-        return import_app(ref)
+        return import_app(ref, interface)
     except AppImportError as exc:
         raise click.ClickException(str(exc)) from None
     except Exception:  # noqa: BLE001 - any import-time error is reported, then exit 1
@@ -66,7 +66,7 @@ def run(app_ref: str, single_process: bool, reload: bool, **options: Any) -> Non
     if single_process:
         from veter.server import run as serve
 
-        app = _load(app_ref)
+        app = _load(app_ref, server_changes.get("interface", "auto"))
         config = _server_config(app.config, server_changes)
         try:
             sys.exit(serve(app, config))

@@ -13,6 +13,8 @@ __all__ = ["ServerConfig"]
 
 LoopName = Literal["auto", "uvloop", "asyncio"]
 LogFormat = Literal["text", "json"]
+Interface = Literal["auto", "veter", "asgi"]
+LifespanMode = Literal["auto", "on", "off"]
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,18 @@ class ServerConfig:
     )
     ws_deflate_min_size: int = setting(
         128, "WebSocket messages shorter than this many bytes are sent uncompressed.", ge=0
+    )
+    interface: Interface = setting(
+        "auto",
+        "What MODULE:APP is: a veter.App or an ASGI 3 app (auto: told by inspecting it; docs/asgi.md).",
+    )
+    root_path: str = setting(
+        "", "A hosted ASGI app's root_path: the path prefix a proxy mounts it at (leads scope path too)."
+    )
+    lifespan: LifespanMode = setting(
+        "auto",
+        "A hosted ASGI app's lifespan protocol: on (its failure stops the worker), off, "
+        "or auto (on unless the app does not speak it).",
     )
 
     def __post_init__(self) -> None:

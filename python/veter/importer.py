@@ -5,8 +5,13 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING, cast
 
 from veter.app import App
+from veter.hosted.detect import NotAnApp, detect
+
+if TYPE_CHECKING:
+    from veter.hosted.lifespan import AsgiCallable
 
 __all__ = ["AppImportError", "import_app"]
 
@@ -15,8 +20,10 @@ class AppImportError(Exception):
     """The app reference could not be loaded; the message says why."""
 
 
-def import_app(ref: str) -> App:
-    """Import ``ref`` ("package.module:app") with the current directory on sys.path."""
+def import_app(ref: str, interface: str = "auto") -> App:
+    """Import ``ref`` ("package.module:app") with the current directory on sys.path.
+    An ASGI app (``interface``: auto, veter or asgi) comes back wrapped in an
+    ``AsgiApp``."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
         raise AppImportError(f"app reference must look like 'module:app', got {ref!r}")
@@ -35,6 +42,13 @@ def import_app(ref: str) -> App:
             obj = getattr(obj, part)
         except AttributeError:
             raise AppImportError(f"module {module_name!r} has no attribute {attr!r}") from None
-    if not isinstance(obj, App):
-        raise AppImportError(f"{ref} is a {type(obj).__name__}, not a veter.App")
+    try:
+        kind = detect(obj, interface)
+    except NotAnApp as exc:
+        raise AppImportError(f"{ref}: {exc}") from None
+    if kind == "asgi":
+        from veter.hosted.asgi import AsgiApp
+
+        return AsgiApp(cast("AsgiCallable", obj))
+    assert isinstance(obj, App)
     return obj

@@ -107,6 +107,7 @@ class Server:
         ``reuse_port``, each TCP one of a SO_REUSEPORT group)."""
         configure_thread_pool(self.config.max_threads)
         tls = context_for(self.config)  # a bad certificate fails before startup hooks run
+        self.app.serve_with(self.config)
         await self.app.startup()
         loop = asyncio.get_running_loop()
         if self.config.access_log is not None:
@@ -122,7 +123,12 @@ class Server:
                 else functools.partial(loop.call_soon, flush)
             )
             self.access_log.set_scheduler(schedule)
-        if self.config.metrics_path and not any(r.name == "veter.metrics" for r in self.app.routes):
+        routed = not self.app.hosted  # a hosted app has its own routes, and all paths
+        if (
+            self.config.metrics_path
+            and routed
+            and not any(r.name == "veter.metrics" for r in self.app.routes)
+        ):
             metrics.mount(self.app, self.config.metrics_path, self)
         self.dispatcher = self.app.build_dispatcher(self.config, access_log=self.access_log)
         loop.set_exception_handler(self._on_loop_error)

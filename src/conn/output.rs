@@ -113,6 +113,20 @@ impl<S: Shell> Core<S> {
         self.queue.iter_mut().find(|s| s.seq == seq)
     }
 
+    /// The answer in slot `seq` is the connection's last (a hosted app's
+    /// `connection: close`, known only when it answers): the requests queued after
+    /// it are dropped unanswered, and nothing more is read.
+    pub fn last_answer(&mut self, seq: u64) {
+        let dropped = self
+            .queue
+            .iter()
+            .filter(|s| s.seq > seq && s.pending.is_some())
+            .count();
+        self.queue.retain(|s| s.seq <= seq);
+        self.in_flight = self.in_flight.saturating_sub(dropped);
+        self.stop_after_response();
+    }
+
     /// The handler of slot `seq` finished (answered or not).
     pub fn handler_done(&mut self) {
         self.in_flight = self.in_flight.saturating_sub(1);

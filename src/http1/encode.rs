@@ -180,8 +180,10 @@ pub struct Sent {
     pub body_bytes: usize,
 }
 
-fn has_header(headers: &[(String, String)], name: &str) -> bool {
-    headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+fn has_header<N: AsRef<[u8]>, V>(headers: &[(N, V)], name: &str) -> bool {
+    headers
+        .iter()
+        .any(|(n, _)| n.as_ref().eq_ignore_ascii_case(name.as_bytes()))
 }
 
 /// Appends one whole response to `out`.
@@ -264,12 +266,13 @@ pub enum BodyLength {
     Absent,
 }
 
-/// Appends the head of a response whose body follows separately (streaming).
-pub fn encode_head(
+/// Appends the head of a response whose body follows separately (streaming), or
+/// of a hosted app's response (its headers are bytes).
+pub fn encode_head<N: AsRef<[u8]>, V: AsRef<[u8]>>(
     out: &mut Vec<u8>,
     status: u16,
     content_type: Option<&str>,
-    headers: &[(String, String)],
+    headers: &[(N, V)],
     length: BodyLength,
     framing: Framing,
     common: Common<'_>,
@@ -308,9 +311,9 @@ pub fn encode_head(
         BodyLength::UntilClose | BodyLength::Absent => {}
     }
     for (name, value) in headers {
-        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(name.as_ref());
         out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(value.as_ref());
         out.extend_from_slice(b"\r\n");
     }
     if !framing.keep_alive || length == BodyLength::UntilClose {

@@ -275,7 +275,8 @@ fn plain_target(x: u64) -> bool {
     !has_byte_below(x, 0x21) && !has_byte_above(x, 0x7E)
 }
 
-fn is_token(s: &[u8]) -> bool {
+/// A token (RFC 9110 5.6.2): a method or a header name.
+pub fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| has_class(b, TCHAR))
 }
 

@@ -50,6 +50,11 @@ impl Connection {
             };
             this.client_text = host;
         }
+        if d.asgi.is_some() {
+            this.server = Some(server_address(
+                &transport.call_method1("get_extra_info", ("sockname",))?,
+            )?);
+        }
         this.client = peer.unbind();
         this.write = Some(transport.getattr("write")?.unbind());
         this.transport = Some(transport.clone().unbind());
@@ -124,7 +129,7 @@ impl Connection {
         // Why the connection went away does not change what is cleaned up.
         let _ = exc;
         let py = slf.py();
-        let (disp, id, pump, unstarted) = {
+        let (disp, id, pump, unstarted, cycles) = {
             let mut this = slf.borrow_mut();
             let pump = this.core.stream.as_mut().and_then(|s| s.task.take());
             // Streamed answers still queued never start: they are told so below.
@@ -135,8 +140,12 @@ impl Connection {
                 .filter_map(|slot| slot.stream.take().map(|plan| plan.into_object()))
                 .collect();
             this.detach();
-            (this.disp.clone(), this.id, pump, unstarted)
+            let cycles = std::mem::take(&mut this.cycles);
+            (this.disp.clone(), this.id, pump, unstarted, cycles)
         };
+        for cycle in cycles {
+            cycle.get().client_gone(py);
+        }
         Connection::leave(py, &disp, id);
         if let Some(task) = pump {
             // The client is gone: the pump stops and closes its generator.
@@ -173,4 +182,22 @@ impl Connection {
     fn in_flight(&self) -> usize {
         self.core.in_flight
     }
+}
+
+/// A socket's address as an ASGI scope gives it: `(host, port)`, or `(path, None)`
+/// for a Unix socket.
+fn server_address(sockname: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let py = sockname.py();
+    if let Ok(tuple) = sockname.cast::<pyo3::types::PyTuple>() {
+        if tuple.len() >= 2 {
+            return Ok((tuple.get_item(0)?, tuple.get_item(1)?)
+                .into_pyobject(py)?
+                .into_any()
+                .unbind());
+        }
+    }
+    if sockname.is_none() {
+        return Ok(py.None());
+    }
+    Ok((sockname, py.None()).into_pyobject(py)?.into_any().unbind())
 }

@@ -65,6 +65,9 @@ impl Connection {
                 return Ok(());
             }
         }
+        if let Some(asgi) = &disp.asgi {
+            return self.call_asgi(py, disp, asgi, parts, exchange, framing);
+        }
         let (route, params) = match lookup {
             Lookup::Found { route, params } => {
                 exchange.route = Some(route);
@@ -202,20 +205,7 @@ impl Connection {
         framing: Framing,
         eager: bool,
     ) -> PyResult<()> {
-        let kwargs = if eager {
-            self.task_kwargs.as_ref()
-        } else {
-            None
-        };
-        let task = match (&self.create_task, kwargs) {
-            (_, Some(kwargs)) => {
-                let task_type = self.disp.eager_task.as_ref().expect("kwargs imply eager");
-                task_type.bind(py).call((coro,), Some(kwargs.bind(py)))
-            }
-            (Some(create), None) => create.bind(py).call1((coro,)),
-            (None, None) => Err(PyTypeError::new_err("connection has no event loop")),
-        };
-        let task = match task {
+        let task = match self.new_task(py, coro, eager) {
             Ok(t) => t,
             Err(err) => {
                 self.emit_error(py, &request, err, framing);
@@ -249,6 +239,29 @@ impl Connection {
         };
         task.call_method1("add_done_callback", (Py::new(py, done)?,))?;
         Ok(())
+    }
+
+    /// A task for `coro`, started eagerly when the dispatcher uses eager tasks and
+    /// `eager` allows it.
+    pub(super) fn new_task<'py>(
+        &self,
+        py: Python<'py>,
+        coro: &Bound<'py, PyAny>,
+        eager: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let kwargs = if eager {
+            self.task_kwargs.as_ref()
+        } else {
+            None
+        };
+        match (&self.create_task, kwargs) {
+            (_, Some(kwargs)) => {
+                let task_type = self.disp.eager_task.as_ref().expect("kwargs imply eager");
+                task_type.bind(py).call((coro,), Some(kwargs.bind(py)))
+            }
+            (Some(create), None) => create.bind(py).call1((coro,)),
+            (None, None) => Err(PyTypeError::new_err("connection has no event loop")),
+        }
     }
 
     /// Encodes a handler's return value (or its error) for the slot that is next.

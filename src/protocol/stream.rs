@@ -31,6 +31,25 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// A streamed answer whose head the caller encoded: a hosted app's, which
+    /// `obj` (its cycle) writes once it reaches the front.
+    pub fn hosted(
+        obj: Py<PyAny>,
+        status: u16,
+        request: Py<Request>,
+        length: BodyLength,
+        send_body: bool,
+    ) -> Self {
+        Plan {
+            obj,
+            status,
+            request: Some(request),
+            length,
+            send_body,
+            upgrade: false,
+        }
+    }
+
     /// The response object, for a plan that will never start (its connection is gone).
     pub fn into_object(self) -> Py<PyAny> {
         self.obj
@@ -243,8 +262,12 @@ impl Connection {
         )?;
         match obj.call_method1(py, "_veter_start", (writer, send_body)) {
             Ok(task) => {
-                if let Some(active) = slf.borrow_mut().core.stream.as_mut() {
-                    active.task = Some(task);
+                // A hosted app's stream has no pump of its own (None): its app's task
+                // writes, and is not cancelled when the client leaves.
+                if !task.is_none(py) {
+                    if let Some(active) = slf.borrow_mut().core.stream.as_mut() {
+                        active.task = Some(task);
+                    }
                 }
                 Ok(())
             }
@@ -300,7 +323,7 @@ impl StreamWriter {
     /// Writes one piece of the body; returns whether the client is behind (the
     /// caller should then `wait`). Raises `ConnectionResetError` once the client
     /// has gone.
-    fn write(&self, py: Python<'_>, data: &Bound<'_, PyBytes>) -> PyResult<bool> {
+    pub(super) fn write(&self, py: Python<'_>, data: &Bound<'_, PyBytes>) -> PyResult<bool> {
         let conn = self.conn.bind(py);
         let (write, transport, payload) = {
             let mut this = conn.borrow_mut();
@@ -353,7 +376,7 @@ impl StreamWriter {
     }
 
     /// Parks `future` until the transport drains below its low watermark.
-    fn wait(&self, py: Python<'_>, future: &Bound<'_, PyAny>) -> PyResult<()> {
+    pub(super) fn wait(&self, py: Python<'_>, future: &Bound<'_, PyAny>) -> PyResult<()> {
         let conn = self.conn.bind(py);
         let ready = {
             let mut this = conn.borrow_mut();
@@ -417,7 +440,7 @@ impl StreamWriter {
 
     /// Ends the body: `ok` false (the generator failed or was cancelled) closes
     /// the connection without completing the response.
-    fn end(&self, py: Python<'_>, ok: bool) -> PyResult<()> {
+    pub(super) fn end(&self, py: Python<'_>, ok: bool) -> PyResult<()> {
         Self::finish(self.conn.bind(py), ok)
     }
 }

@@ -44,7 +44,13 @@ impl Connection {
         expect_continue: bool,
     ) -> PyResult<Body> {
         let conn = self.self_ref.as_ref().map(|c| c.clone_ref(py).into_any());
-        let stream = Py::new(py, BodyStream::new(conn))?;
+        // A hosted ASGI app reads it as messages (`receive`).
+        let stream = if self.disp.asgi.is_some() {
+            BodyStream::for_asgi(conn)
+        } else {
+            BodyStream::new(conn)
+        };
+        let stream = Py::new(py, stream)?;
         let body = Body::Stream(stream.clone_ref(py));
         let limits = &self.disp.limits;
         self.core

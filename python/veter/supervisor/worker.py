@@ -140,7 +140,7 @@ class _Monitor:
 
 async def _serve(spec: WorkerSpec, socks: list[socket.socket], fd: int) -> int:
     try:
-        app = import_app(spec.app_ref)
+        app = import_app(spec.app_ref, spec.overrides.get("interface", "auto"))
     except Exception:  # noqa: BLE001 - any import error is fatal and reported
         sys.stderr.write(f"[worker {os.getpid()}] could not import {spec.app_ref}:\n{traceback.format_exc()}")
         _send(fd, FATAL)

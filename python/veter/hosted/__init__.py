@@ -1,0 +1,14 @@
+"""Serving apps written for other interfaces on veter's core: ASGI 3 apps
+(FastAPI, Starlette, Django, Litestar, Quart...) through ``veter run module:app``.
+
+``detect`` tells what an imported object is (``--interface``); ``AsgiApp`` wraps an
+ASGI callable so that the server, the supervisor and the toolkit treat it as they
+treat a ``veter.App``. The request path (scope, ``receive``, ``send``, the answer's
+bytes) is in the Rust core (``src/asgi/``, ``src/protocol/asgi.rs``); only the
+lifespan protocol, run once per worker, is here. See docs/asgi.md.
+"""
+
+from veter.hosted.asgi import AsgiApp
+from veter.hosted.detect import detect
+
+__all__ = ["AsgiApp", "detect"]

@@ -1,0 +1,85 @@
+"""``AsgiApp``: an ASGI 3 app served by veter as if it were a ``veter.App``.
+
+The server, the supervisor, the drain and the toolkit see an ``App``: settings,
+startup and shutdown (the app's lifespan), readiness, the core's dispatcher. The
+core calls the hosted app itself for every request; routes, middleware and
+exception handlers of veter's own are not used (the app has its own).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from veter import _core
+from veter.app import App
+from veter.config import ServerConfig
+from veter.exceptions import HTTPException
+from veter.hosted.lifespan import AsgiCallable, Lifespan
+from veter.responses import Response
+
+__all__ = ["AsgiApp"]
+
+log = logging.getLogger("veter.asgi")
+
+
+class AsgiApp(App):
+    """Serves ``app``, an ASGI 3 callable (``veter run module:app`` makes one)."""
+
+    hosted = True
+
+    def __init__(self, app: AsgiCallable, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.asgi_app = app
+        self._lifespan: Lifespan | None = None
+
+    def add_route(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a hosted ASGI app has its own routes: add them to it, not to veter")
+
+    async def startup(self) -> None:
+        """The app's lifespan startup, then veter's own startup hooks."""
+        config = self._serving_config
+        self._lifespan = Lifespan(self.asgi_app, config.lifespan)
+        await self._lifespan.startup()
+        await super().startup()
+
+    async def shutdown(self) -> None:
+        """veter's shutdown hooks, then the app's lifespan shutdown."""
+        try:
+            await super().shutdown()
+        finally:
+            if self._lifespan is not None:
+                await self._lifespan.shutdown()
+
+    def handle_error(self, request: Any, exc: BaseException) -> Response:
+        """What the app raised before answering: logged (with the request id), 500;
+        an ``HTTPException`` of veter's (from ``receive``: a chunked body over
+        ``max_body_bytes``, or one too slow) answers its own status."""
+        if isinstance(exc, HTTPException):
+            return Response(exc.detail, status=exc.status)
+        log.error(
+            "ASGI app failed on %s %s: %s",
+            getattr(request, "method", "?"),
+            getattr(request, "path", "?"),
+            exc,
+            exc_info=(type(exc), exc, exc.__traceback__),
+            # Called by the core outside the request's context: its id is given here.
+            extra={"request_id": getattr(request, "id", None) or "-"},
+        )
+        return Response("Internal Server Error", status=500)
+
+    def build_dispatcher(
+        self, config: ServerConfig | None = None, *, access_log: _core.LogFile | None = None
+    ) -> _core.Dispatcher:
+        config = config or self.config
+        self._serving_config = config
+        self._frozen = True
+        state = self._lifespan.state if self._lifespan is not None else {}
+        return _core.Dispatcher(
+            [],
+            self,
+            self.handle_error,
+            config,
+            access_log=access_log,
+            asgi=(self.asgi_app, config.root_path, state),
+        )

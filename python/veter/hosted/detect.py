@@ -1,0 +1,67 @@
+"""What an imported app object is: a ``veter.App`` or an ASGI 3 callable."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Literal
+
+from veter.app import App
+
+__all__ = ["Kind", "NotAnApp", "detect"]
+
+Kind = Literal["veter", "asgi"]
+
+
+class NotAnApp(TypeError):
+    """The object is not something veter can serve; the message says what it is."""
+
+
+def detect(obj: Any, interface: str = "auto") -> Kind:
+    """``obj``'s interface: as given, or (``auto``) found by inspection.
+
+    An ASGI 3 app is an ``async def app(scope, receive, send)`` or an object whose
+    ``__call__`` is one (FastAPI, Starlette, Django's ``get_asgi_application()``,
+    Litestar, Quart). ASGI 2 (a class called with the scope alone) is not served.
+    """
+    if interface == "veter":
+        if not isinstance(obj, App):
+            raise NotAnApp(f"--interface veter: the object is {_describe(obj)}, not a veter.App")
+        return "veter"
+    if interface == "asgi":
+        if isinstance(obj, App) or not callable(obj):
+            raise NotAnApp(f"--interface asgi: the object is {_describe(obj)}, not an ASGI callable")
+        return "asgi"
+    if interface != "auto":
+        raise ValueError(f"interface must be auto, veter or asgi, got {interface!r}")
+    if isinstance(obj, App):
+        return "veter"
+    if not callable(obj):
+        raise NotAnApp(f"the object is {_describe(obj)}: neither a veter.App nor an ASGI app")
+    call = obj if inspect.isfunction(obj) or inspect.ismethod(obj) else type(obj).__call__
+    if inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(obj):
+        return "asgi"
+    arity = _positional(obj)
+    if arity == 3:
+        # A plain def taking (scope, receive, send) that returns a coroutine.
+        return "asgi"
+    raise NotAnApp(
+        f"cannot tell what the object is: {_describe(obj)}, a callable of {arity} positional "
+        "parameter(s) that is not async; an ASGI 3 app is async and takes (scope, receive, send). "
+        "Name it with --interface asgi if it is one."
+    )
+
+
+def _positional(obj: Any) -> int | None:
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in sig.parameters.values() if p.kind in kinds)
+
+
+def _describe(obj: Any) -> str:
+    kind = type(obj)
+    return (
+        f"a {kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else f"a {kind.__name__}"
+    )

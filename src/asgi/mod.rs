@@ -1,0 +1,42 @@
+//! Hosted ASGI 3 applications: the pieces that know nothing of a connection.
+//!
+//! A worker that serves an ASGI app instead of a `veter.App` calls it once per
+//! request as `app(scope, receive, send)`. The parser, the strictness rules, the
+//! timeouts, the output queue and the encoder are the same as for a `veter.App`;
+//! only the last step differs. Here:
+//!
+//! - `scope.rs`: the `http` scope, built in Rust from the parsed head (one dict, its
+//!   keys interned, no Python code run for it);
+//! - `reply.rs`: the messages an app sends, checked, and the response head they
+//!   describe.
+//!
+//! The connection's side (the `receive` and `send` callables, answers delivered in
+//! request order, streaming under the write watermarks) is `protocol/asgi.rs`.
+
+pub mod reply;
+pub mod scope;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// What a worker knows of the ASGI app it serves, frozen at startup.
+pub struct Asgi {
+    /// The ASGI 3 callable.
+    pub app: Py<PyAny>,
+    /// `root_path` of every scope (`--root-path`): where a proxy mounts the app.
+    pub root_path: String,
+    /// The lifespan state: a shallow copy goes into every scope (`scope["state"]`).
+    pub state: Option<Py<PyDict>>,
+}
+
+impl Asgi {
+    /// From the `asgi=` argument of the `Dispatcher`: `(app, root_path, state)`.
+    pub fn from_spec(spec: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let (app, root_path, state): (Py<PyAny>, String, Option<Py<PyDict>>) = spec.extract()?;
+        Ok(Asgi {
+            app,
+            root_path,
+            state,
+        })
+    }
+}

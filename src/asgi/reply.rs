@@ -1,0 +1,222 @@
+//! What an ASGI app sends for an `http` scope, checked as it arrives: every
+//! problem is an exception in the app's `send` call that names it (a bad status,
+//! a header with CR or LF, a message of the wrong type), never bytes on the wire.
+//!
+//! The server owns the framing: an app's `content-length` is read and written by
+//! the encoder (and held to), its `transfer-encoding` and `connection` are
+//! replaced by the server's own (`connection: close` from the app is honoured).
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyBytesMethods, PyDict, PyString};
+
+use crate::http1::encode::{self, BodyLength, Framing};
+use crate::http1::parse::is_token;
+
+/// A message's `type`, for an `http` scope.
+pub enum Kind {
+    Start,
+    Body,
+}
+
+/// The `type` of `message`, or a clear error.
+pub fn kind(message: &Bound<'_, PyAny>) -> PyResult<Kind> {
+    let py = message.py();
+    let Ok(dict) = message.cast::<PyDict>() else {
+        return Err(PyTypeError::new_err(format!(
+            "ASGI send() takes a dict message, got {}",
+            message.get_type().name()?
+        )));
+    };
+    let Some(kind) = dict.get_item(pyo3::intern!(py, "type"))? else {
+        return Err(PyValueError::new_err("ASGI message has no 'type' key"));
+    };
+    let Ok(kind) = kind.cast::<PyString>() else {
+        return Err(PyTypeError::new_err("ASGI message 'type' must be a str"));
+    };
+    match kind.to_str()? {
+        "http.response.start" => Ok(Kind::Start),
+        "http.response.body" => Ok(Kind::Body),
+        other => Err(PyValueError::new_err(format!(
+            "ASGI message type {other:?} is not one an http scope can send \
+             (expected 'http.response.start' or 'http.response.body')"
+        ))),
+    }
+}
+
+/// The response an `http.response.start` described.
+pub struct Head {
+    pub status: u16,
+    /// The app's headers, less those the server writes itself.
+    pub headers: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Its `content-length`, if it gave one.
+    pub length: Option<u64>,
+    /// It asked for `connection: close`.
+    pub close: bool,
+}
+
+/// Reads an `http.response.start` message.
+pub fn start(message: &Bound<'_, PyAny>) -> PyResult<Head> {
+    let py = message.py();
+    let dict = message.cast::<PyDict>()?;
+    let status = match dict.get_item(pyo3::intern!(py, "status"))? {
+        Some(s) => s.extract::<i64>().map_err(|_| {
+            PyTypeError::new_err("ASGI http.response.start 'status' must be an int")
+        })?,
+        None => {
+            return Err(PyValueError::new_err(
+                "ASGI http.response.start has no 'status'",
+            ))
+        }
+    };
+    let status = match u16::try_from(status) {
+        Ok(s) if (100..=599).contains(&s) => s,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "ASGI http.response.start 'status' {status} is not an HTTP status (100-599)"
+            )))
+        }
+    };
+    let mut head = Head {
+        status,
+        headers: Vec::new(),
+        length: None,
+        close: false,
+    };
+    let Some(headers) = dict.get_item(pyo3::intern!(py, "headers"))? else {
+        return Ok(head);
+    };
+    for pair in headers.try_iter()? {
+        let pair = pair?;
+        let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair.extract().map_err(|_| {
+            PyTypeError::new_err("ASGI response headers must be pairs of bytes [name, value]")
+        })?;
+        let name = header_bytes(&name, "name")?;
+        let value = header_bytes(&value, "value")?;
+        check_name(name)?;
+        check_value(name, value)?;
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let n = digits(value).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "ASGI response header content-length {:?} is not a length",
+                    String::from_utf8_lossy(value)
+                ))
+            })?;
+            if head.length.is_some_and(|m| m != n) {
+                return Err(PyValueError::new_err(
+                    "ASGI response has two different content-length headers",
+                ));
+            }
+            head.length = Some(n);
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            head.close |= value
+                .split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+        } else if !name.eq_ignore_ascii_case(b"transfer-encoding") {
+            head.headers.push((name.to_vec(), value.to_vec()));
+        }
+    }
+    Ok(head)
+}
+
+/// Reads an `http.response.body` message: its body and `more_body`.
+pub fn body<'py>(message: &Bound<'py, PyAny>) -> PyResult<(Option<Bound<'py, PyBytes>>, bool)> {
+    let py = message.py();
+    let dict = message.cast::<PyDict>()?;
+    let body = match dict.get_item(pyo3::intern!(py, "body"))? {
+        None => None,
+        Some(b) => match b.cast_into::<PyBytes>() {
+            Ok(b) => Some(b),
+            Err(e) => {
+                let b = e.into_inner();
+                // bytearray and memoryview are bytes-like too.
+                if b.is_instance_of::<pyo3::types::PyByteArray>()
+                    || b.is_instance_of::<pyo3::types::PyMemoryView>()
+                {
+                    Some(PyBytes::new(py, &b.extract::<Vec<u8>>()?))
+                } else {
+                    return Err(PyTypeError::new_err(format!(
+                        "ASGI http.response.body 'body' must be bytes, got {}",
+                        b.get_type().name()?
+                    )));
+                }
+            }
+        },
+    };
+    let more = match dict.get_item(pyo3::intern!(py, "more_body"))? {
+        None => false,
+        Some(m) => m.is_truthy()?,
+    };
+    Ok((body, more))
+}
+
+fn header_bytes<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<&'a [u8]> {
+    obj.cast::<PyBytes>()
+        .map(PyBytesMethods::as_bytes)
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "ASGI response header {what}s must be bytes, got {}",
+                obj.get_type()
+                    .name()
+                    .map_or_else(|_| "?".into(), |n| n.to_string())
+            ))
+        })
+}
+
+fn check_name(name: &[u8]) -> PyResult<()> {
+    if !is_token(name) {
+        return Err(PyValueError::new_err(format!(
+            "ASGI response header name {:?} is not a token",
+            String::from_utf8_lossy(name)
+        )));
+    }
+    Ok(())
+}
+
+fn check_value(name: &[u8], value: &[u8]) -> PyResult<()> {
+    if let Some(bad) = value
+        .iter()
+        .find(|&&b| (b < 0x20 && b != b'\t') || b == 0x7f)
+    {
+        return Err(PyValueError::new_err(format!(
+            "ASGI response header {:?} has control character 0x{bad:02x} in its value \
+             (CR, LF and NUL are never allowed)",
+            String::from_utf8_lossy(name)
+        )));
+    }
+    Ok(())
+}
+
+/// A decimal length: digits only (no sign, no spaces), without overflow.
+fn digits(value: &[u8]) -> Option<u64> {
+    if value.is_empty() || value.len() > 19 {
+        return None;
+    }
+    value.iter().try_fold(0u64, |n, &b| {
+        b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0'))
+    })
+}
+
+/// How a response with this head is delimited when its whole body is `body_len`
+/// bytes (`None`: it is streamed, its length unknown).
+pub fn length(head: &Head, body_len: Option<usize>, framing: Framing) -> PyResult<BodyLength> {
+    if encode::status_forbids_body(head.status) {
+        return Ok(BodyLength::Absent);
+    }
+    if let Some(declared) = head.length {
+        if let Some(n) = body_len {
+            // A HEAD answer's body is not sent, so its declared length stands.
+            if n as u64 != declared && !(framing.head && n == 0) {
+                return Err(PyRuntimeError::new_err(format!(
+                    "ASGI response body is {n} bytes but its content-length says {declared}"
+                )));
+            }
+        }
+        return Ok(BodyLength::Known(declared));
+    }
+    Ok(match body_len {
+        Some(n) => BodyLength::Known(n as u64),
+        None if framing.http10 => BodyLength::UntilClose,
+        None => BodyLength::Chunked,
+    })
+}

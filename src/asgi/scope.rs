@@ -1,0 +1,120 @@
+//! The `http` scope of one request (ASGI 3, HTTP spec 2.3), built from its parsed
+//! head: what uvicorn and Granian give an app, key for key, so an app moved onto
+//! veter sees the same dict.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+use super::Asgi;
+use crate::request::{percent_decode, Request};
+
+/// `scope["asgi"]`: made once per interpreter.
+static ASGI_VERSION: pyo3::sync::PyOnceLock<Py<PyDict>> = pyo3::sync::PyOnceLock::new();
+
+/// Everything of the scope that does not come from the request itself.
+pub struct Place<'a, 'py> {
+    /// `(host, port)` of the client, as the request shows it (a trusted proxy's word
+    /// included), or None.
+    pub client: Bound<'py, PyAny>,
+    /// `(host, port)` of the listening socket (`(path, None)` for a Unix socket), or None.
+    pub server: &'a Bound<'py, PyAny>,
+    /// "http" or "https".
+    pub scheme: &'static str,
+}
+
+/// The scope dict for `request` (its `type` is "http").
+pub fn http<'py>(
+    py: Python<'py>,
+    asgi: &Asgi,
+    request: &Request,
+    place: &Place<'_, 'py>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let parts = &request.parts;
+    let buf = parts.buf.bind(py).as_bytes();
+    let head = &buf[parts.base..];
+    let scope = PyDict::new(py);
+    scope.set_item(pyo3::intern!(py, "type"), pyo3::intern!(py, "http"))?;
+    let version = ASGI_VERSION.get_or_try_init(py, || {
+        let version = PyDict::new(py);
+        version.set_item("version", "3.0")?;
+        version.set_item("spec_version", "2.3")?;
+        Ok::<_, PyErr>(version.unbind())
+    })?;
+    // A copy: an app that changes it must not change the next request's.
+    scope.set_item(pyo3::intern!(py, "asgi"), version.bind(py).copy()?)?;
+    let http_version = match parts.version {
+        crate::http1::parse::Version::Http10 => pyo3::intern!(py, "1.0"),
+        crate::http1::parse::Version::Http11 => pyo3::intern!(py, "1.1"),
+    };
+    scope.set_item(pyo3::intern!(py, "http_version"), http_version)?;
+    scope.set_item(
+        pyo3::intern!(py, "method"),
+        method(py, &head[parts.method.clone()]),
+    )?;
+    scope.set_item(pyo3::intern!(py, "scheme"), place.scheme)?;
+    let raw_path = &head[parts.path.clone()];
+    // uvicorn's way: root_path leads both path and raw_path.
+    let path = percent_decode(raw_path);
+    if asgi.root_path.is_empty() {
+        scope.set_item(pyo3::intern!(py, "path"), path)?;
+        scope.set_item(pyo3::intern!(py, "raw_path"), PyBytes::new(py, raw_path))?;
+    } else {
+        scope.set_item(
+            pyo3::intern!(py, "path"),
+            format!("{}{path}", asgi.root_path),
+        )?;
+        let mut full = Vec::with_capacity(asgi.root_path.len() + raw_path.len());
+        full.extend_from_slice(asgi.root_path.as_bytes());
+        full.extend_from_slice(raw_path);
+        scope.set_item(pyo3::intern!(py, "raw_path"), PyBytes::new(py, &full))?;
+    }
+    let query: &[u8] = parts.query.clone().map_or(b"", |q| &head[q]);
+    scope.set_item(pyo3::intern!(py, "query_string"), PyBytes::new(py, query))?;
+    scope.set_item(pyo3::intern!(py, "root_path"), asgi.root_path.as_str())?;
+    scope.set_item(pyo3::intern!(py, "headers"), headers(py, request, head)?)?;
+    scope.set_item(pyo3::intern!(py, "client"), &place.client)?;
+    scope.set_item(pyo3::intern!(py, "server"), place.server)?;
+    let state = match &asgi.state {
+        Some(state) => state.bind(py).copy()?,
+        None => PyDict::new(py),
+    };
+    let id = request.exchange.id();
+    if !id.is_empty() {
+        state.set_item(pyo3::intern!(py, "request_id"), id)?;
+    }
+    scope.set_item(pyo3::intern!(py, "state"), state)?;
+    Ok(scope)
+}
+
+/// The method as a `str`; the common ones are interned (no new string).
+fn method<'py>(py: Python<'py>, raw: &[u8]) -> Bound<'py, PyString> {
+    match raw {
+        b"GET" => pyo3::intern!(py, "GET").clone(),
+        b"POST" => pyo3::intern!(py, "POST").clone(),
+        b"HEAD" => pyo3::intern!(py, "HEAD").clone(),
+        b"PUT" => pyo3::intern!(py, "PUT").clone(),
+        b"DELETE" => pyo3::intern!(py, "DELETE").clone(),
+        b"PATCH" => pyo3::intern!(py, "PATCH").clone(),
+        b"OPTIONS" => pyo3::intern!(py, "OPTIONS").clone(),
+        // A token: ASCII, checked by the parser.
+        _ => PyString::new(py, &String::from_utf8_lossy(raw)),
+    }
+}
+
+/// `[(name, value), ...]` as received, names lowercased (bytes, per the spec).
+fn headers<'py>(py: Python<'py>, request: &Request, head: &[u8]) -> PyResult<Bound<'py, PyList>> {
+    let spans = &request.parts.headers;
+    let list = PyList::empty(py);
+    for span in spans {
+        let name = &head[span.name.clone()];
+        let name = PyBytes::new_with(py, name.len(), |out| {
+            for (o, b) in out.iter_mut().zip(name) {
+                *o = b.to_ascii_lowercase();
+            }
+            Ok(())
+        })?;
+        let value = PyBytes::new(py, &head[span.value.clone()]);
+        list.append(PyTuple::new(py, [name.into_any(), value.into_any()])?)?;
+    }
+    Ok(list)
+}

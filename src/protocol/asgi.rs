@@ -1,0 +1,538 @@
+//! A hosted ASGI app on the connection: one `Cycle` per request holds its
+//! `receive` and `send`, and turns what the app sends into an answer in the
+//! request's place in the output queue.
+//!
+//! When the answer is ready: an app's `send` of its last body runs either inside
+//! the connection's own call (an eagerly started task that does not suspend: the
+//! connection is borrowed, so the answer waits in the cycle, `stash`, and the
+//! shell takes it when the start returns) or from the loop later (the shell has
+//! reserved the request's slot by then, `seq`, and the answer fills it at once,
+//! before the app's coroutine returns: Starlette's background tasks run after it).
+//!
+//! A body sent in several messages (`more_body`) is a streamed answer: its head is
+//! queued like a `StreamingResponse`'s, and when it reaches the front the core
+//! hands the cycle a `StreamWriter` (`_veter_start`); until then the app's `send`
+//! waits, and after it `send` waits whenever the client is behind.
+//!
+//! When the app's task ends (`AsgiDone`): nothing sent yet is a 500 (through the
+//! app's error handler, which logs it with the request id); a stream cut short
+//! closes the connection. A client that leaves turns every later `send` into a
+//! no-op and every `receive` into `http.disconnect`, as uvicorn does; the app's
+//! task is not cancelled (its cleanup runs).
+
+mod connection;
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use pyo3::exceptions::{PyConnectionResetError, PyRuntimeError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::stream::{Plan, StreamWriter};
+use super::{Connection, Shared};
+use crate::asgi::reply::{self, Head, Kind};
+use crate::body_stream::{disconnect_message, request_message, BodyStream};
+use crate::http1::encode::{self, BodyLength, Framing};
+use crate::ready::ready;
+use crate::request::Request;
+use connection::task_failure;
+
+/// What the app has sent so far.
+enum Reply {
+    Idle,
+    Started(Head),
+    Streaming,
+    Done,
+}
+
+/// An answer made by `send`, for the request's place in the queue.
+pub(super) enum Answer {
+    Whole {
+        bytes: Vec<u8>,
+        sent: encode::Sent,
+        framing: Framing,
+    },
+    Stream {
+        head: Vec<u8>,
+        plan: Box<Plan>,
+        framing: Framing,
+    },
+}
+
+struct State {
+    /// The body as it arrives (None: the request has none).
+    body: Option<Py<BodyStream>>,
+    /// The one (empty) body message of a request without a body was given.
+    told_empty: bool,
+    reply: Reply,
+    /// The request's slot in the queue, once reserved (the app suspended first).
+    seq: Option<u64>,
+    /// An answer made while the connection was busy (see the module doc).
+    stash: Option<Answer>,
+    /// The stream's writer, once it reached the front.
+    writer: Option<Py<StreamWriter>>,
+    /// Body pieces sent before the stream reached the front.
+    early: Vec<Py<PyBytes>>,
+    /// How the stream ends once it starts, when that is known before: `true` well
+    /// (the last piece came), `false` cut (the app failed mid-stream).
+    early_end: Option<bool>,
+    /// A `send` waiting for its stream to start or for the client to catch up.
+    send_waiter: Option<Py<PyAny>>,
+    /// A `receive` waiting for the end (the answer sent, or the client gone).
+    end_waiter: Option<Py<PyAny>>,
+    ending: Ending,
+}
+
+/// Whether `receive` still waits for the end.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Running,
+    /// The answer is complete (or never will be).
+    Complete,
+    /// The client left.
+    Gone,
+}
+
+/// One request of a hosted ASGI app: its `receive` and `send`.
+#[pyclass(module = "veter._core", name = "AsgiCycle", frozen)]
+pub struct Cycle {
+    conn: Py<Connection>,
+    disp: Arc<Shared>,
+    request: Py<Request>,
+    framing: Framing,
+    state: Mutex<State>,
+}
+
+impl Cycle {
+    fn locked(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The framing of the answer: closing when the app asked for it, when the
+    /// server drains, or when the body was not read to its end.
+    fn framing(&self, py: Python<'_>, head: &Head) -> Framing {
+        let mut framing = self.framing;
+        let draining = self
+            .disp
+            .last_answers
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let unread = self
+            .locked()
+            .body
+            .as_ref()
+            .is_some_and(|b| b.get().is_open());
+        if head.close || draining || unread {
+            framing.keep_alive = false;
+        }
+        let _ = py;
+        framing
+    }
+
+    fn common<'a>(&'a self, date: &'a encode::DateLine, id_line: &'a [u8]) -> encode::Common<'a> {
+        encode::Common {
+            server_line: &self.disp.server_line,
+            date_line: date,
+            request_id_line: id_line,
+            request_id_name: self.disp.request_ids.as_ref().map_or("", |ids| ids.name()),
+        }
+    }
+
+    /// Encodes the head of `head`'s answer (its body follows, or not, per `length`).
+    fn encode_head(&self, py: Python<'_>, head: &Head, length: BodyLength) -> (Vec<u8>, Framing) {
+        let framing = self.framing(py, head);
+        let date = encode::date_line();
+        let req = self.request.get();
+        let mut bytes = Vec::with_capacity(256);
+        encode::encode_head(
+            &mut bytes,
+            head.status,
+            None,
+            &head.headers,
+            length,
+            framing,
+            self.common(&date, &req.exchange.id_line),
+        );
+        (bytes, framing)
+    }
+
+    /// Hands `answer` to the connection: now, or through the stash when the
+    /// connection is busy (this runs inside its call).
+    fn deliver(&self, py: Python<'_>, answer: Answer) {
+        let conn = self.conn.bind(py);
+        if conn.try_borrow_mut().is_err() {
+            self.locked().stash = Some(answer);
+            return;
+        }
+        let seq = self.locked().seq;
+        let request = &self.request;
+        let delivered = Connection::with_borrow(conn, |this, py| {
+            this.asgi_answer(py, seq, answer, request);
+            Ok(())
+        });
+        if let Err(err) = delivered {
+            err.print(py);
+        }
+    }
+
+    /// The answer is complete (or never will be): a waiting `receive` learns it.
+    fn end(&self, py: Python<'_>) {
+        let waiter = {
+            let mut state = self.locked();
+            if state.ending == Ending::Running {
+                state.ending = Ending::Complete;
+            }
+            state.end_waiter.take()
+        };
+        if let Some(waiter) = waiter {
+            resolve(py, &waiter, disconnect_message(py).map(Bound::into_any));
+        }
+    }
+
+    /// The client left: later sends do nothing, `receive` says so.
+    pub(super) fn client_gone(&self, py: Python<'_>) {
+        let send_waiter = {
+            let mut state = self.locked();
+            state.ending = Ending::Gone;
+            state.send_waiter.take()
+        };
+        if let Some(waiter) = send_waiter {
+            resolve(py, &waiter, Ok(py.None().into_bound(py)));
+        }
+        self.end(py);
+    }
+
+    /// A future for a `send` to wait on (resolved by `_veter_start` or the drain).
+    fn wait_in_send(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let future = new_future(py)?;
+        self.locked().send_waiter = Some(future.clone_ref(py));
+        Ok(future)
+    }
+
+    fn send_body(
+        slf: &Bound<'_, Self>,
+        message: &Bound<'_, PyAny>,
+        mut state: MutexGuard<'_, State>,
+    ) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        let (body, more) = reply::body(message)?;
+        match std::mem::replace(&mut state.reply, Reply::Done) {
+            Reply::Idle => {
+                state.reply = Reply::Idle;
+                Err(PyRuntimeError::new_err(
+                    "ASGI http.response.body sent before http.response.start",
+                ))
+            }
+            Reply::Done => Err(PyRuntimeError::new_err(
+                "ASGI send() after the response was complete",
+            )),
+            Reply::Started(head) if !more => {
+                drop(state);
+                this.answer_whole(py, &head, body.as_ref())
+                    .inspect_err(|_| this.locked().reply = Reply::Idle)
+            }
+            Reply::Started(head) => {
+                state.reply = Reply::Streaming;
+                if let Some(piece) = body.filter(|b| !b.as_bytes().is_empty()) {
+                    state.early.push(piece.unbind());
+                }
+                drop(state);
+                Self::start_stream(slf, &head).inspect_err(|_| this.locked().reply = Reply::Idle)
+            }
+            Reply::Streaming => {
+                let Some(writer) = state.writer.as_ref().map(|w| w.clone_ref(py)) else {
+                    // Not at the front yet: kept for it, and the app waits.
+                    state.reply = if more { Reply::Streaming } else { Reply::Done };
+                    if let Some(piece) = body.filter(|b| !b.as_bytes().is_empty()) {
+                        state.early.push(piece.unbind());
+                    }
+                    if !more {
+                        state.early_end = Some(true);
+                    }
+                    drop(state);
+                    return this.wait_in_send(py);
+                };
+                state.reply = if more { Reply::Streaming } else { Reply::Done };
+                drop(state);
+                let writer = writer.get();
+                let mut behind = false;
+                if let Some(piece) = &body {
+                    match writer.write(py, piece) {
+                        Ok(b) => behind = b,
+                        Err(err) if err.is_instance_of::<PyConnectionResetError>(py) => {
+                            this.client_gone(py);
+                            return done(py);
+                        }
+                        Err(err) => return Err(err),
+                    }
+                }
+                if !more {
+                    writer.end(py, true)?;
+                    this.end(py);
+                    return done(py);
+                }
+                if behind {
+                    let future = new_future(py)?;
+                    writer.wait(py, future.bind(py))?;
+                    return Ok(future);
+                }
+                done(py)
+            }
+        }
+    }
+
+    /// The whole answer, in one message.
+    fn answer_whole(
+        &self,
+        py: Python<'_>,
+        head: &Head,
+        body: Option<&Bound<'_, PyBytes>>,
+    ) -> PyResult<Py<PyAny>> {
+        let piece: &[u8] = body.map_or(b"", |b| b.as_bytes());
+        let length = reply::length(head, Some(piece.len()), self.framing)?;
+        let (mut bytes, framing) = self.encode_head(py, head, length);
+        let with_body = !framing.head && length != BodyLength::Absent;
+        if with_body {
+            bytes.extend_from_slice(piece);
+        }
+        let sent = encode::Sent {
+            status: head.status,
+            body_bytes: if with_body { piece.len() } else { 0 },
+        };
+        self.deliver(
+            py,
+            Answer::Whole {
+                bytes,
+                sent,
+                framing,
+            },
+        );
+        self.end(py);
+        done(py)
+    }
+
+    /// The first of several body messages: the answer becomes a stream, and the
+    /// app waits until it reaches the front.
+    fn start_stream(slf: &Bound<'_, Self>, head: &Head) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        let length = reply::length(head, None, this.framing)?;
+        let (bytes, framing) = this.encode_head(py, head, length);
+        let with_body = !framing.head && length != BodyLength::Absent;
+        let plan = Plan::hosted(
+            slf.clone().into_any().unbind(),
+            head.status,
+            this.request.clone_ref(py),
+            length,
+            with_body,
+        );
+        let waiting = this.wait_in_send(py)?;
+        this.deliver(
+            py,
+            Answer::Stream {
+                head: bytes,
+                plan: Box::new(plan),
+                framing,
+            },
+        );
+        Ok(waiting)
+    }
+
+    /// The app's task ended: an answer it never made is a 500, a stream it did
+    /// not finish is cut.
+    fn task_ended(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        let failure = task_failure(py, task)?;
+        let (reply, writer, seq) = {
+            let mut state = self.locked();
+            let reply = std::mem::replace(&mut state.reply, Reply::Done);
+            if matches!(reply, Reply::Streaming) {
+                state.early_end = Some(false);
+            }
+            (
+                reply,
+                state.writer.as_ref().map(|w| w.clone_ref(py)),
+                state.seq,
+            )
+        };
+        match reply {
+            Reply::Done => {
+                if let Some(err) = failure {
+                    // After the answer: only the log can tell.
+                    self.log_failure(py, err);
+                }
+            }
+            Reply::Idle | Reply::Started(_) => {
+                let err = failure.unwrap_or_else(|| {
+                    PyRuntimeError::new_err("the ASGI app returned without sending a response")
+                });
+                let request = &self.request;
+                let framing = self.framing;
+                Connection::with_borrow(self.conn.bind(py), |this, py| {
+                    this.asgi_failed(py, seq, request, err, framing);
+                    Ok(())
+                })?;
+            }
+            Reply::Streaming => {
+                let err = failure.unwrap_or_else(|| {
+                    PyRuntimeError::new_err(
+                        "the ASGI app returned before its response was complete",
+                    )
+                });
+                self.log_failure(py, err);
+                if let Some(writer) = writer {
+                    writer.get().end(py, false)?;
+                }
+            }
+        }
+        self.end(py);
+        Ok(())
+    }
+
+    fn log_failure(&self, py: Python<'_>, err: PyErr) {
+        // The app's error handler logs it with the request id; its answer is dropped.
+        let handled = self
+            .disp
+            .error_handler
+            .bind(py)
+            .call1((self.request.clone_ref(py), err.value(py)));
+        if let Err(inner) = handled {
+            inner.print(py);
+        }
+    }
+}
+
+#[pymethods]
+impl Cycle {
+    /// The next message for the app: the body's, then (when the answer is complete
+    /// or the client gone) `http.disconnect`.
+    fn receive(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let mut state = self.locked();
+        if let Some(body) = &state.body {
+            if !body.get().told_end() {
+                let body = body.clone_ref(py);
+                drop(state);
+                return BodyStream::receive(body.bind(py));
+            }
+        } else if !state.told_empty {
+            state.told_empty = true;
+            let message = request_message(py, PyBytes::new(py, b"").into_any(), false)?;
+            return Ok(ready(py, message.into_any().unbind())?.into_any());
+        }
+        if state.ending != Ending::Running {
+            return Ok(ready(py, disconnect_message(py)?.into_any().unbind())?.into_any());
+        }
+        if state.end_waiter.is_some() {
+            return Err(PyRuntimeError::new_err(
+                "ASGI receive() called while another receive() is waiting",
+            ));
+        }
+        let future = new_future(py)?;
+        state.end_waiter = Some(future.clone_ref(py));
+        Ok(future)
+    }
+
+    /// Takes one message of the answer.
+    fn send(slf: &Bound<'_, Self>, message: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let kind = reply::kind(message)?;
+        let mut state = slf.get().locked();
+        if state.ending == Ending::Gone {
+            // As uvicorn: the client left, so what the app sends goes nowhere.
+            return done(py);
+        }
+        match kind {
+            Kind::Start => match state.reply {
+                Reply::Idle => {
+                    state.reply = Reply::Started(reply::start(message)?);
+                    done(py)
+                }
+                Reply::Done => Err(PyRuntimeError::new_err(
+                    "ASGI send() after the response was complete",
+                )),
+                _ => Err(PyRuntimeError::new_err(
+                    "ASGI http.response.start sent twice",
+                )),
+            },
+            Kind::Body => Self::send_body(slf, message, state),
+        }
+    }
+
+    /// The stream reached the front: what the app sent so far goes out.
+    fn _veter_start(
+        &self,
+        py: Python<'_>,
+        writer: Py<StreamWriter>,
+        send_body: bool,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let _ = send_body;
+        let (early, end, waiter) = {
+            let mut state = self.locked();
+            state.writer = Some(writer.clone_ref(py));
+            (
+                std::mem::take(&mut state.early),
+                state.early_end,
+                state.send_waiter.take(),
+            )
+        };
+        let writer = writer.get();
+        let mut behind = false;
+        for piece in &early {
+            match writer.write(py, piece.bind(py)) {
+                Ok(b) => behind = b,
+                Err(err) if err.is_instance_of::<PyConnectionResetError>(py) => {
+                    self.client_gone(py);
+                    return Ok(None);
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        match end {
+            Some(false) => writer.end(py, false)?,
+            Some(true) => {
+                writer.end(py, true)?;
+                self.end(py);
+            }
+            None => {}
+        }
+        if let Some(waiter) = waiter {
+            if behind && end.is_none() {
+                writer.wait(py, waiter.bind(py))?;
+            } else {
+                resolve(py, &waiter, Ok(py.None().into_bound(py)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The client left before the stream could start.
+    fn _veter_abandon(&self, py: Python<'_>) {
+        self.client_gone(py);
+    }
+}
+
+fn new_future(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    Ok(py
+        .import("asyncio")?
+        .call_method0("get_running_loop")?
+        .call_method0("create_future")?
+        .unbind())
+}
+
+/// Completes `future` with `value` unless it is done (cancelled) already.
+fn resolve(py: Python<'_>, future: &Py<PyAny>, value: PyResult<Bound<'_, PyAny>>) {
+    let future = future.bind(py);
+    let pending = future
+        .call_method0("done")
+        .and_then(|d| d.is_truthy())
+        .is_ok_and(|d| !d);
+    if pending {
+        if let Ok(value) = value {
+            let _ = future.call_method1("set_result", (value,));
+        }
+    }
+}
+
+/// `send`'s answer when nothing is to wait for: an awaitable of None.
+fn done(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    Ok(ready(py, py.None())?.into_any())
+}

@@ -1,0 +1,319 @@
+//! The connection's side of a hosted ASGI app: calling it on a request, putting
+//! its answers in the request's place in the queue, and what its task's end means.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::{Answer, Cycle, Ending, Reply, State};
+use crate::asgi::{scope, Asgi};
+use crate::body_stream::BodyStream;
+use crate::http1::encode::Framing;
+use crate::protocol::current::CurrentRequest;
+use crate::protocol::{Connection, Running, Shared};
+use crate::request::{self, Body, Exchange, Request};
+
+/// Called by asyncio when an app's task (that did not finish at once) ends.
+#[pyclass(module = "veter._core", name = "_AsgiDone", frozen)]
+pub struct AsgiDone {
+    cycle: Py<Cycle>,
+}
+
+#[pymethods]
+impl AsgiDone {
+    fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        let cycle = self.cycle.get();
+        cycle.disp.overload.finished(py);
+        let ended = cycle.task_ended(py, task);
+        if let Ok(mut conn) = cycle.conn.bind(py).try_borrow_mut() {
+            conn.cycles.retain(|c| !c.is(&self.cycle));
+        }
+        ended
+    }
+}
+
+impl Connection {
+    /// Calls the hosted app on one request (the rest of `dispatch` for it).
+    pub(in crate::protocol) fn call_asgi(
+        &mut self,
+        py: Python<'_>,
+        disp: &Shared,
+        asgi: &Asgi,
+        parts: &mut request::Built,
+        exchange: Exchange,
+        framing: Framing,
+    ) -> PyResult<()> {
+        let body = match &parts.get().body {
+            Body::Stream(stream) => Some(stream.clone_ref(py)),
+            _ => None,
+        };
+        let request = Py::new(
+            py,
+            Request::new(
+                parts.take(),
+                exchange,
+                None,
+                self.client.clone_ref(py),
+                disp.app.clone_ref(py),
+                None,
+            ),
+        )?;
+        let Some((scope, cycle)) = self.new_cycle(py, asgi, &request, framing, body)? else {
+            return Ok(());
+        };
+        let req = request.bind(py);
+        let receive = cycle.getattr(py, pyo3::intern!(py, "receive"))?;
+        let send = cycle.getattr(py, pyo3::intern!(py, "send"))?;
+        // The task copies the context: the request (and its id) stays visible to it.
+        let current = CurrentRequest::enter(disp, req)?;
+        let task = asgi
+            .app
+            .bind(py)
+            .call1((scope, receive, send))
+            .and_then(|coro| self.new_task(py, &coro, true));
+        drop(current);
+        let task = match task {
+            Ok(task) => task,
+            Err(err) => {
+                self.emit_error(py, &request, err, framing);
+                return Ok(());
+            }
+        };
+        let finished = task.call_method0("done")?.is_truthy()?;
+        let stash = cycle.get().locked().stash.take();
+        match stash {
+            Some(answer) => self.asgi_emit(py, answer, &request),
+            None if finished => {}
+            None => {
+                let running = Running {
+                    task: task.clone().unbind(),
+                    framing,
+                    request: request.clone_ref(py),
+                    core_answer: false,
+                };
+                let seq = self.core.reserve(running, Instant::now());
+                cycle.get().locked().seq = Some(seq);
+            }
+        }
+        if finished {
+            return self.asgi_ended_at_once(py, cycle.get(), &task, &request, framing);
+        }
+        self.disp.overload.started(py);
+        task.call_method1(
+            "add_done_callback",
+            (Py::new(
+                py,
+                AsgiDone {
+                    cycle: cycle.clone_ref(py),
+                },
+            )?,),
+        )?;
+        self.cycles.push(cycle);
+        Ok(())
+    }
+
+    /// The scope of `request` and its cycle (None: the connection is gone).
+    fn new_cycle<'py>(
+        &self,
+        py: Python<'py>,
+        asgi: &Asgi,
+        request: &Py<Request>,
+        framing: Framing,
+        body: Option<Py<BodyStream>>,
+    ) -> PyResult<Option<(Bound<'py, PyDict>, Py<Cycle>)>> {
+        let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
+            return Ok(None);
+        };
+        let server = self
+            .server
+            .as_ref()
+            .map_or_else(|| py.None().into_bound(py), |s| s.bind(py).clone());
+        let place = scope::Place {
+            client: request.bind(py).getattr(pyo3::intern!(py, "client"))?,
+            server: &server,
+            scheme: request.get().scheme(),
+        };
+        let scope = scope::http(py, asgi, request.get(), &place)?;
+        let cycle = Py::new(
+            py,
+            Cycle {
+                conn,
+                disp: self.disp.clone(),
+                request: request.clone_ref(py),
+                framing,
+                state: Mutex::new(State {
+                    body,
+                    told_empty: false,
+                    reply: Reply::Idle,
+                    seq: None,
+                    stash: None,
+                    writer: None,
+                    early: Vec::new(),
+                    early_end: None,
+                    send_waiter: None,
+                    end_waiter: None,
+                    ending: Ending::Running,
+                }),
+            },
+        )?;
+        Ok(Some((scope, cycle)))
+    }
+
+    /// The app's task ended in its eager start: what it did not answer is answered now.
+    fn asgi_ended_at_once(
+        &mut self,
+        py: Python<'_>,
+        cycle: &Cycle,
+        task: &Bound<'_, PyAny>,
+        request: &Py<Request>,
+        framing: Framing,
+    ) -> PyResult<()> {
+        let failure = task_failure(py, task)?;
+        let unanswered = matches!(cycle.locked().reply, Reply::Idle | Reply::Started(_));
+        if unanswered {
+            let err = failure.unwrap_or_else(|| {
+                PyRuntimeError::new_err("the ASGI app returned without sending a response")
+            });
+            self.emit_error(py, request, err, framing);
+            cycle.end(py);
+        } else if let Some(err) = failure {
+            cycle.log_failure(py, err);
+        }
+        Ok(())
+    }
+
+    /// An answer made during the app's eager start: queued after what is before it.
+    fn asgi_emit(&mut self, py: Python<'_>, answer: Answer, request: &Py<Request>) {
+        match answer {
+            Answer::Whole {
+                bytes,
+                sent,
+                framing,
+            } => {
+                self.note_framing(framing);
+                let req = request.get();
+                self.record_response(py, &req.parts, &req.exchange, sent);
+                match self.core.direct() {
+                    Some(out) => out.extend_from_slice(&bytes),
+                    None => self.core.emit(bytes),
+                }
+            }
+            Answer::Stream {
+                head,
+                plan,
+                framing,
+            } => {
+                self.note_framing(framing);
+                self.queue_stream(head, plan);
+            }
+        }
+    }
+
+    /// An answer made later: it fills the request's reserved slot, unless that
+    /// was answered already (its deadline passed).
+    pub(super) fn asgi_answer(
+        &mut self,
+        py: Python<'_>,
+        seq: Option<u64>,
+        answer: Answer,
+        request: &Py<Request>,
+    ) {
+        if self.core.closed {
+            return;
+        }
+        let Some(slot) = seq.and_then(|seq| self.core.slot_mut(seq)) else {
+            return;
+        };
+        if slot.bytes.is_some() || slot.pending.is_none() {
+            return;
+        }
+        slot.pending = None;
+        match answer {
+            Answer::Whole {
+                bytes,
+                sent,
+                framing,
+            } => {
+                slot.bytes = Some(bytes);
+                self.core.handler_done();
+                if let (false, Some(seq)) = (framing.keep_alive, seq) {
+                    self.core.last_answer(seq);
+                }
+                let req = request.get();
+                self.record_response(py, &req.parts, &req.exchange, sent);
+            }
+            Answer::Stream {
+                head,
+                plan,
+                framing,
+            } => {
+                slot.bytes = Some(head);
+                self.note_stream(&plan);
+                if let Some(slot) = seq.and_then(|seq| self.core.slot_mut(seq)) {
+                    slot.stream = Some(plan);
+                }
+                self.core.handler_done();
+                if let (false, Some(seq)) = (framing.keep_alive, seq) {
+                    self.core.last_answer(seq);
+                }
+            }
+        }
+        if let Err(err) = self.drain_buffered(py) {
+            err.print(py);
+        }
+    }
+
+    /// The app ended without answering: a 500 in its place (unless its deadline's
+    /// 504 is there already).
+    pub(super) fn asgi_failed(
+        &mut self,
+        py: Python<'_>,
+        seq: Option<u64>,
+        request: &Py<Request>,
+        err: PyErr,
+        framing: Framing,
+    ) {
+        if self.core.closed {
+            return;
+        }
+        let Some(seq) = seq else {
+            return;
+        };
+        let Some(slot) = self.core.slot_mut(seq) else {
+            return;
+        };
+        if slot.bytes.is_some() || slot.pending.is_none() {
+            return;
+        }
+        slot.pending = None;
+        self.core.handler_done();
+        let mut bytes = Vec::new();
+        let req = request.get();
+        let framing = self.close_if_upload_open(&req.parts, framing);
+        let common = self.common().with_request_id(&req.exchange.id_line);
+        let disp = self.disp.clone();
+        let sent = crate::protocol::respond::encode_error(
+            py, &disp, common, request, err, framing, &mut bytes,
+        );
+        self.record_response(py, &req.parts, &req.exchange, sent);
+        if let Some(slot) = self.core.slot_mut(seq) {
+            slot.bytes = Some(bytes);
+        }
+        if let Err(err) = self.drain_buffered(py) {
+            err.print(py);
+        }
+    }
+}
+
+/// What a finished task raised (a cancelled task: `CancelledError`), or None.
+pub(super) fn task_failure(py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<Option<PyErr>> {
+    if task.call_method0("cancelled")?.is_truthy()? {
+        let cancelled = py.import("asyncio")?.getattr("CancelledError")?;
+        return Ok(Some(PyErr::from_value(cancelled.call0()?)));
+    }
+    let exc = task.call_method0("exception")?;
+    Ok((!exc.is_none()).then(|| PyErr::from_value(exc)))
+}

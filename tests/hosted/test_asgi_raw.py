@@ -1,0 +1,295 @@
+"""A raw ASGI 3 app served by ``veter run`` (a child process), driven by httpx and
+by raw sockets: the scope, bodies both ways, streaming, errors and disconnects."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.e2e.processes import Proc, wait_until
+
+APP = "tests.hosted.apps.raw:app"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Proc]:
+    proc = Proc(["run", APP, "--single-process", "--port", "0", "--request-timeout", "2"])
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        proc.close()
+
+
+@pytest.fixture(scope="module")
+def client(server: Proc) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=10) as c:
+        yield c
+
+
+def events(client: httpx.Client) -> list[str]:
+    result: list[str] = client.get("/events").json()
+    return result
+
+
+def exchange(port: int, raw: bytes, *, until: bytes | None = None, timeout: float = 5) -> bytes:
+    """Sends ``raw``; reads until ``until`` is seen or the server closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(raw)
+        data = b""
+        while until is None or until not in data:
+            try:
+                piece = sock.recv(65536)
+            except TimeoutError:
+                break
+            if not piece:
+                break
+            data += piece
+        return data
+
+
+def test_detected_and_served(client: httpx.Client) -> None:
+    r = client.get("/")
+    assert r.status_code == 200
+    assert r.text == "Hello, world!"
+    assert r.headers["content-length"] == "13"
+    assert r.headers["content-type"] == "text/plain"
+    assert r.headers["x-request-id"]
+
+
+def test_scope_has_every_field(server: Proc, client: httpx.Client) -> None:
+    r = client.get("/scope?a=1&b=%20", headers={"X-Custom": "Value", "X-Request-ID": "given-id-1"})
+    scope = r.json()
+    assert scope["type"] == "http"
+    assert scope["asgi"] == {"version": "3.0", "spec_version": "2.3"}
+    assert scope["http_version"] == "1.1"
+    assert scope["method"] == "GET"
+    assert scope["scheme"] == "http"
+    assert scope["path"] == "/scope"
+    assert scope["raw_path"] == "/scope"
+    assert scope["query_string"] == "a=1&b=%20"
+    assert scope["root_path"] == ""
+    assert ["x-custom", "Value"] in scope["headers"]  # names lowercased, values as sent
+    assert scope["client"][0] == "127.0.0.1"
+    assert scope["server"] == ["127.0.0.1", server.port]
+    # The lifespan's state, and the request id (taken from the request here).
+    assert scope["state"] == {"started": "yes", "request_id": "given-id-1"}
+    assert r.headers["x-request-id"] == "given-id-1"
+
+
+def test_path_is_decoded_raw_path_is_not(client: httpx.Client) -> None:
+    scope = client.get("/scope%20x").json()
+    assert scope["path"] == "/scope x"
+    assert scope["raw_path"] == "/scope%20x"
+
+
+def test_http10_scope(server: Proc) -> None:
+    assert server.port is not None
+    data = exchange(server.port, b"GET /scope HTTP/1.0\r\n\r\n")
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert json.loads(body)["http_version"] == "1.0"
+
+
+def test_body_echoed(client: httpx.Client) -> None:
+    assert client.post("/echo", content=b"x" * 100_000).content == b"x" * 100_000
+
+
+def test_chunked_upload_streams_in_pieces(client: httpx.Client) -> None:
+    def gen() -> Iterator[bytes]:
+        for _ in range(4):
+            yield b"y" * 70_000
+
+    r = client.post("/pieces", content=gen())
+    assert r.json()["total"] == 280_000
+
+
+def test_large_body_arrives_in_several_messages(client: httpx.Client) -> None:
+    r = client.post("/pieces", content=b"z" * 3_000_000)
+    got = r.json()
+    assert got["total"] == 3_000_000
+    assert got["pieces"] > 1  # streamed, not collected into one message
+
+
+def test_expect_100_continue(server: Proc) -> None:
+    assert server.port is not None
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        interim = sock.recv(1024)
+        assert interim.startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        sock.sendall(b"hello")
+        data = interim[25:]
+        while not data.endswith(b"hello"):
+            data += sock.recv(1024)
+    assert data.startswith(b"HTTP/1.1 200 OK")
+
+
+def test_streamed_answer_is_chunked(client: httpx.Client) -> None:
+    r = client.get("/stream?n=50&size=1000")
+    assert r.headers["transfer-encoding"] == "chunked"
+    assert len(r.content) == 50_000
+
+
+def test_streamed_answer_with_length(client: httpx.Client) -> None:
+    r = client.get("/sized-stream")
+    assert r.headers["content-length"] == "10"
+    assert "transfer-encoding" not in r.headers
+    assert r.content == b"0123456789"
+
+
+def test_large_stream_under_backpressure(client: httpx.Client) -> None:
+    with client.stream("GET", "/stream?n=400&size=65536") as r:
+        total = 0
+        for piece in r.iter_bytes():
+            total += len(piece)
+            if total < 2_000_000:
+                time.sleep(0.0005)  # a slow reader at first: the app waits on the drain
+    assert total == 400 * 65536
+
+
+def test_pipelined_answers_keep_order(server: Proc) -> None:
+    assert server.port is not None
+    raw = (
+        b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+        b"GET /stream?n=2&size=3 HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    data = exchange(server.port, raw)
+    bodies = (b"\r\n\r\nslow", b"\r\n\r\nHello, world!", b"\r\n\r\nabc", b"\r\n\r\n3\r\n000\r\n3\r\n111")
+    order = [data.index(body) for body in bodies]
+    assert order == sorted(order)
+    assert data.count(b"HTTP/1.1 ") == 5
+    assert data.endswith(b"Hello, world!")
+
+
+def test_head_sends_no_body(server: Proc) -> None:
+    assert server.port is not None
+    data = exchange(server.port, b"HEAD / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert data.startswith(b"HTTP/1.1 200 OK")
+    assert b"Content-Length: 13\r\n" in data
+    assert data.endswith(b"\r\n\r\n")
+
+
+def test_app_connection_close_is_honoured(server: Proc) -> None:
+    assert server.port is not None
+    data = exchange(server.port, b"GET /close HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert data.count(b"HTTP/1.1 ") == 1
+    assert b"Connection: close\r\n" in data
+    assert data.endswith(b"bye")
+
+
+@pytest.mark.parametrize(
+    ("path", "logged"),
+    [
+        ("/boom", "boom before start"),
+        ("/boom-after-start", "boom after start"),
+        ("/no-answer", "returned without sending a response"),
+        ("/wrong-length", "5 bytes but its content-length says 10"),
+    ],
+)
+def test_app_errors_answer_500_and_are_logged(
+    server: Proc, client: httpx.Client, path: str, logged: str
+) -> None:
+    mark = server.mark()
+    r = client.get(path)
+    assert r.status_code == 500
+    rid = r.headers["x-request-id"]
+    server.wait_for(rf"ERROR .*\[{rid}\] ASGI app failed on GET {path}: .*{logged}", start=mark)
+    assert client.get("/").status_code == 200  # the worker goes on
+
+
+def test_error_mid_stream_cuts_the_connection(server: Proc) -> None:
+    assert server.port is not None
+    data = exchange(
+        server.port, b"GET /boom-mid-stream HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
+    assert b"first piece" in data
+    assert not data.endswith(b"0\r\n\r\n")  # no last chunk: the client sees it incomplete
+    assert b"Hello, world!" not in data  # and nothing pipelined after it is answered
+    server.wait_for(r"boom mid-stream")
+
+
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [
+        ("/bad-status", "ValueError: ASGI http.response.start 'status' 1000 is not an HTTP status"),
+        ("/bad-header", 'ValueError: ASGI response header "x-evil" has control character 0x0d'),
+        (
+            "/wrong-type",
+            'ValueError: ASGI message type "http.response.strat" is not one an http scope can send',
+        ),
+        ("/str-header", "TypeError: ASGI response header names must be bytes, got str"),
+    ],
+)
+def test_bad_messages_raise_in_send(client: httpx.Client, path: str, error: str) -> None:
+    r = client.get(path)
+    assert r.status_code == 200
+    assert r.text == "refused"
+    assert any(e.startswith(error) for e in events(client)), events(client)
+
+
+def test_send_after_the_end_raises(client: httpx.Client) -> None:
+    assert client.get("/send-after-end").text == "done"
+    wait_until(lambda: "RuntimeError: ASGI send() after the response was complete" in events(client), 10)
+
+
+def test_disconnect_after_the_response(client: httpx.Client) -> None:
+    assert client.post("/after-response", content=b"abc").text == "ok"
+    wait_until(lambda: "after response: http.disconnect" in events(client), 10)
+
+
+def test_disconnect_when_the_client_leaves_mid_stream(server: Proc, client: httpx.Client) -> None:
+    assert server.port is not None
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(b"GET /until-gone HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(1024).startswith(b"HTTP/1.1 200")
+    wait_until(lambda: "until gone: http.disconnect" in events(client), 10)
+
+
+def test_disconnect_while_waiting(server: Proc, client: httpx.Client) -> None:
+    assert server.port is not None
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(b"POST /wait-gone HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+        time.sleep(0.1)  # the app reads the body and waits: then the client leaves
+    wait_until(lambda: "wait gone: http.disconnect" in events(client), 10)
+
+
+def test_deadline_answers_504_and_cancels(server: Proc, client: httpx.Client) -> None:
+    # --request-timeout 2: /wait-gone never answers while the client stays.
+    start = time.monotonic()
+    r = client.post("/wait-gone", content=b"x")
+    assert r.status_code == 504
+    assert 1.5 < time.monotonic() - start < 6
+
+
+def test_chunked_body_over_the_limit_is_413(server: Proc) -> None:
+    # Its length unknown at the head, the limit is met while the app reads it.
+    assert server.port is not None
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(b"POST /pieces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        chunk = b"100000\r\n" + b"c" * 0x100000 + b"\r\n"
+        data = b""
+        try:
+            for _ in range(12):  # 12 MiB > the 10 MiB default
+                sock.sendall(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        while b"\r\n\r\n" not in data:
+            piece = sock.recv(65536)
+            if not piece:
+                break
+            data += piece
+    assert data.startswith(b"HTTP/1.1 413")
+
+
+def test_declared_body_over_the_limit_never_reaches_the_app(server: Proc) -> None:
+    assert server.port is not None
+    data = exchange(server.port, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n")
+    assert data.startswith(b"HTTP/1.1 413")

@@ -1,0 +1,75 @@
+"""Telling a veter.App from an ASGI app (``--interface``), and the errors for the rest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import veter
+from veter.hosted.detect import NotAnApp, detect
+from veter.importer import AppImportError, import_app
+
+
+async def asgi_function(scope: Any, receive: Any, send: Any) -> None:
+    return None
+
+
+class AsgiClass:
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        return None
+
+
+def returns_coroutine(scope: Any, receive: Any, send: Any) -> Any:
+    return asgi_function(scope, receive, send)
+
+
+def wsgi_like(environ: Any, start_response: Any) -> list[bytes]:
+    return []
+
+
+def test_veter_app() -> None:
+    assert detect(veter.App()) == "veter"
+
+
+@pytest.mark.parametrize("app", [asgi_function, AsgiClass(), returns_coroutine])
+def test_asgi_apps(app: Any) -> None:
+    assert detect(app) == "asgi"
+
+
+def test_frameworks_are_asgi() -> None:
+    fastapi = pytest.importorskip("fastapi")
+    starlette = pytest.importorskip("starlette.applications")
+    assert detect(fastapi.FastAPI()) == "asgi"
+    assert detect(starlette.Starlette()) == "asgi"
+
+
+def test_not_callable_is_named() -> None:
+    with pytest.raises(NotAnApp, match="the object is a dict: neither a veter.App nor an ASGI app"):
+        detect({})
+
+
+def test_unknown_callable_is_named_with_the_way_out() -> None:
+    with pytest.raises(NotAnApp, match=r"2 positional parameter\(s\).*--interface asgi"):
+        detect(wsgi_like)
+
+
+def test_forced_interfaces_are_checked() -> None:
+    assert detect(returns_coroutine, "asgi") == "asgi"
+    with pytest.raises(NotAnApp, match="--interface veter: the object is"):
+        detect(asgi_function, "veter")
+    with pytest.raises(NotAnApp, match="--interface asgi: the object is a veter.app.App"):
+        detect(veter.App(), "asgi")
+    with pytest.raises(ValueError, match="interface must be auto, veter or asgi"):
+        detect(asgi_function, "wsgi2")
+
+
+def test_import_wraps_an_asgi_app() -> None:
+    app = import_app("tests.hosted.apps.raw:app")
+    assert app.hosted
+    assert isinstance(app, veter.App)
+
+
+def test_import_error_names_the_reference() -> None:
+    with pytest.raises(AppImportError, match="tests.hosted.apps.raw:ROUTES: the object is a dict"):
+        import_app("tests.hosted.apps.raw:ROUTES")

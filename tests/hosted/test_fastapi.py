@@ -1,0 +1,142 @@
+"""A FastAPI service moved onto veter with one command (``veter run module:app``),
+driven by independent clients (httpx, aiohttp)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.processes import Proc, wait_until
+
+httpx = pytest.importorskip("httpx")
+aiohttp = pytest.importorskip("aiohttp")
+pytest.importorskip("fastapi")
+pytest.importorskip("multipart")
+
+APP = "tests.hosted.apps.fastapi_app:app"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Proc]:
+    proc = Proc(["run", APP, "--port", "0", "--workers", "1", "--access-log", "off", "--max-body-bytes", str(300 << 20)])
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        proc.close()
+
+
+@pytest.fixture(scope="module")
+def client(server: Proc) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=30) as c:
+        yield c
+
+
+def test_routes_and_json(client: httpx.Client) -> None:
+    assert client.get("/").json() == {"hello": "world"}
+    assert client.get("/items/42", params={"q": "x"}).json() == {"item_id": 42, "q": "x"}
+    assert client.get("/sync").json() == {"threadpool": True}
+    r = client.post("/items", json={"name": "pen", "price": 1.5, "tags": ["a"]})
+    assert r.json() == {"name": "pen", "price": 1.5, "tags": ["a"]}
+
+
+def test_validation_errors_are_the_apps(client: httpx.Client) -> None:
+    r = client.post("/items", json={"name": "pen"})
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["body", "price"]
+    assert client.get("/items/nope").status_code == 422
+    assert client.get("/missing").status_code == 404
+
+
+def test_lifespan_state_and_request_id(client: httpx.Client) -> None:
+    r = client.get("/state", headers={"X-Request-ID": "abc-123"})
+    assert r.json() == {"pool": "the-pool", "request_id": "abc-123"}
+    assert r.headers["x-request-id"] == "abc-123"
+
+
+def test_form_and_multipart_upload(client: httpx.Client) -> None:
+    assert client.post("/form", data={"name": "Ann", "age": "31"}).json() == {"name": "Ann", "age": 31}
+    blob = bytes(range(256)) * 4000
+    r = client.post("/upload", files={"file": ("blob.bin", blob)}, data={"note": "n"})
+    assert r.json() == {
+        "filename": "blob.bin",
+        "size": len(blob),
+        "sha256": hashlib.sha256(blob).hexdigest(),
+        "note": "n",
+    }
+
+
+def test_streaming_and_sse(client: httpx.Client) -> None:
+    r = client.get("/stream")
+    assert r.text == "".join(f"piece {i}\n" for i in range(5))
+    with client.stream("GET", "/sse") as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        lines = [line for line in r.iter_lines() if line.startswith("data:")]
+    assert lines == ["data: 0", "data: 1", "data: 2"]
+
+
+def test_background_task_runs_after_the_answer(client: httpx.Client) -> None:
+    before = client.get("/seen").json()["background"]
+    start = time.monotonic()
+    assert client.post("/background").text == "queued"
+    assert time.monotonic() - start < 0.25  # the answer did not wait for the 0.3 s task
+    wait_until(lambda: client.get("/seen").json()["background"] == before + 1, 10)
+
+
+def test_client_leaving_mid_stream_ends_the_generator(server: Proc, client: httpx.Client) -> None:
+    before = client.get("/seen").json()["disconnected"]
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}") as other, other.stream("GET", "/forever") as r:
+        for _ in r.iter_lines():
+            break
+    wait_until(lambda: client.get("/seen").json()["disconnected"] == before + 1, 10)
+
+
+def test_unhandled_error_is_a_500_and_logged(server: Proc, client: httpx.Client) -> None:
+    mark = server.mark()
+    r = client.get("/fail")
+    assert r.status_code == 500
+    server.wait_for(r"ASGI app failed on GET /fail: the handler failed", start=mark)
+    assert client.get("/").status_code == 200
+
+
+def test_aiohttp_client_concurrent(server: Proc) -> None:
+    async def run() -> list[int]:
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{server.port}") as session:
+
+            async def one(i: int) -> int:
+                async with session.get(f"/items/{i}") as r:
+                    return int((await r.json())["item_id"])
+
+            return await asyncio.gather(*(one(i) for i in range(200)))
+
+    assert asyncio.run(run()) == list(range(200))
+
+
+def rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_large_upload_is_streamed(server: Proc, client: httpx.Client) -> None:
+    from tests.e2e.processes import children_of
+
+    (worker,) = children_of(server.pid)
+    client.post("/consume", content=b"w" * (4 << 20))  # warm up the buffers
+    before = rss(worker)
+    size = 256 << 20
+    piece = b"u" * (1 << 20)
+
+    def body() -> Iterator[bytes]:
+        for _ in range(size // len(piece)):
+            yield piece
+
+    r = client.post("/consume", content=body())
+    assert r.json() == {"total": size}
+    assert rss(worker) - before < 32 << 20
