@@ -12,18 +12,24 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 
 .PHONY: run test build lint rust-test py-test wheels wheel-test py-versions fuzz-ci bench clean docs-settings
 
+# The frameworks and clients the hosted-app tests serve and drive (tests/hosted/):
+# real ASGI apps, independent clients, and uvicorn as the differential oracle.
+HOSTED_TEST_DEPS := "fastapi>=0.115" "starlette>=0.40" "python-multipart>=0.0.9" "httpx>=0.27" \
+	"uvicorn>=0.30" "httptools>=0.6"
+
 # Other supported Pythons the tests also run on (found under pyenv or on PATH).
 EXTRA_PYTHONS ?= 3.12 3.13
 PYENV_ROOT ?= $(shell pyenv root 2>/dev/null || echo $(HOME)/.pyenv)
 
-$(VENV)/.installed: pyproject.toml tests/websockets/autobahn/requirements.txt
+$(VENV)/.installed: pyproject.toml Makefile tests/websockets/autobahn/requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	bash scripts/install-services.sh
 	bash tests/websockets/autobahn/install.sh
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "maturin>=1.7,<2" "uvloop>=0.21" "orjson>=3.10" "click>=8.1" "watchfiles>=0.21" \
 		"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" "hypothesis>=6.100" "prometheus-client>=0.20" "websockets>=13" "kubernetes-validate>=1.37" "mypy>=1.13" "ruff>=0.8" \
-		"asyncpg>=0.29" "redis[hiredis]>=5" "asyncmy>=0.2.9" "aiohttp>=3.10" "aiodns>=3.2" "py-spy>=0.3.14"
+		"asyncpg>=0.29" "redis[hiredis]>=5" "asyncmy>=0.2.9" "aiohttp>=3.10" "aiodns>=3.2" "py-spy>=0.3.14" \
+		$(HOSTED_TEST_DEPS)
 	touch $@
 
 build: $(VENV)/.installed
@@ -83,7 +89,8 @@ py-versions:
 		venv=.venv-$$v; \
 		test -x $$venv/bin/python || $$exe -m venv $$venv || exit 1; \
 		$$venv/bin/python -m pip install --quiet "maturin>=1.7,<2" "uvloop>=0.21" "orjson>=3.10" "click>=8.1" "watchfiles>=0.21" \
-			"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" "hypothesis>=6.100" "prometheus-client>=0.20" "websockets>=13" "playwright>=1.48" "kubernetes-validate>=1.37" "asyncpg>=0.29" "redis[hiredis]>=5" "asyncmy>=0.2.9" "aiohttp>=3.10" "aiodns>=3.2" "py-spy>=0.3.14" || exit 1; \
+			"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" "hypothesis>=6.100" "prometheus-client>=0.20" "websockets>=13" "playwright>=1.48" "kubernetes-validate>=1.37" "asyncpg>=0.29" "redis[hiredis]>=5" "asyncmy>=0.2.9" "aiohttp>=3.10" "aiodns>=3.2" "py-spy>=0.3.14" \
+			$(HOSTED_TEST_DEPS) || exit 1; \
 		VIRTUAL_ENV=$(CURDIR)/$$venv PYO3_PYTHON=$(CURDIR)/$$venv/bin/python CARGO_TARGET_DIR=target/py$$v \
 			$$venv/bin/maturin develop --release --quiet || exit 1; \
 		$$venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" || exit 1; \

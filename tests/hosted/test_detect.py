@@ -45,7 +45,7 @@ def test_frameworks_are_asgi() -> None:
 
 
 def test_not_callable_is_named() -> None:
-    with pytest.raises(NotAnApp, match="the object is a dict: neither a veter.App nor an ASGI app"):
+    with pytest.raises(NotAnApp, match=r"the object is a dict: neither a veter\.App nor an ASGI app"):
         detect({})
 
 
@@ -56,11 +56,11 @@ def test_unknown_callable_is_named_with_the_way_out() -> None:
 
 def test_forced_interfaces_are_checked() -> None:
     assert detect(returns_coroutine, "asgi") == "asgi"
-    with pytest.raises(NotAnApp, match="--interface veter: the object is"):
+    with pytest.raises(NotAnApp, match=r"--interface veter: the object is"):
         detect(asgi_function, "veter")
-    with pytest.raises(NotAnApp, match="--interface asgi: the object is a veter.app.App"):
+    with pytest.raises(NotAnApp, match=r"--interface asgi: the object is a veter\.app\.App"):
         detect(veter.App(), "asgi")
-    with pytest.raises(ValueError, match="interface must be auto, veter or asgi"):
+    with pytest.raises(ValueError, match=r"interface must be auto, veter or asgi"):
         detect(asgi_function, "wsgi2")
 
 
@@ -71,5 +71,5 @@ def test_import_wraps_an_asgi_app() -> None:
 
 
 def test_import_error_names_the_reference() -> None:
-    with pytest.raises(AppImportError, match="tests.hosted.apps.raw:ROUTES: the object is a dict"):
+    with pytest.raises(AppImportError, match=r"tests\.hosted\.apps\.raw:ROUTES: the object is a dict"):
         import_app("tests.hosted.apps.raw:ROUTES")

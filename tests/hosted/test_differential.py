@@ -114,9 +114,7 @@ def _answers(port: int, requests: list[Request], raw: bytes) -> list[Answer] | N
                     answer.headers = [(n.lower(), v) for n, v in event.headers if n.lower() not in IGNORED]
                 elif isinstance(event, h11.Data):
                     answer.body += event.data
-                elif isinstance(event, h11.EndOfMessage):
-                    break
-                elif isinstance(event, h11.ConnectionClosed):
+                elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
                     break
             out.append(answer)
             if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
@@ -136,7 +134,9 @@ def _raw(requests: list[Request]) -> bytes:
 CASES: dict[str, list[Request]] = {
     "plain GET": [("GET", "/", [], b"")],
     "POST with a length": [("POST", "/echo", [("Content-Length", "11")], b"hello world")],
-    "POST chunked": [("POST", "/echo", [("Transfer-Encoding", "chunked")], b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")],
+    "POST chunked": [
+        ("POST", "/echo", [("Transfer-Encoding", "chunked")], b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+    ],
     "HEAD": [("HEAD", "/", [], b"")],
     "streamed answer": [("GET", "/stream?n=3&size=4", [], b"")],
     "streamed answer with a length": [("GET", "/sized-stream", [], b"")],

@@ -22,7 +22,20 @@ APP = "tests.hosted.apps.fastapi_app:app"
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Proc]:
-    proc = Proc(["run", APP, "--port", "0", "--workers", "1", "--access-log", "off", "--max-body-bytes", str(300 << 20)])
+    proc = Proc(
+        [
+            "run",
+            APP,
+            "--port",
+            "0",
+            "--workers",
+            "1",
+            "--access-log",
+            "off",
+            "--max-body-bytes",
+            str(300 << 20),
+        ]
+    )
     try:
         proc.wait_ready()
         yield proc
@@ -89,7 +102,10 @@ def test_background_task_runs_after_the_answer(client: httpx.Client) -> None:
 
 def test_client_leaving_mid_stream_ends_the_generator(server: Proc, client: httpx.Client) -> None:
     before = client.get("/seen").json()["disconnected"]
-    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}") as other, other.stream("GET", "/forever") as r:
+    with (
+        httpx.Client(base_url=f"http://127.0.0.1:{server.port}") as other,
+        other.stream("GET", "/forever") as r,
+    ):
         for _ in r.iter_lines():
             break
     wait_until(lambda: client.get("/seen").json()["disconnected"] == before + 1, 10)

@@ -60,7 +60,7 @@ async def test_startup_and_shutdown_share_state() -> None:
 
 @pytest.mark.parametrize("mode", ["auto", "on"])
 async def test_startup_failed_stops_the_worker_with_the_apps_message(mode: str) -> None:
-    with pytest.raises(LifespanFailed, match="ASGI lifespan startup failed: no database"):
+    with pytest.raises(LifespanFailed, match=r"ASGI lifespan startup failed: no database"):
         await Lifespan(refuses, mode).startup()
 
 
@@ -71,7 +71,7 @@ async def test_auto_serves_an_app_without_lifespan() -> None:
 
 
 async def test_on_requires_lifespan() -> None:
-    with pytest.raises(LifespanFailed, match="raised AssertionError: only http"):
+    with pytest.raises(LifespanFailed, match=r"raised AssertionError: only http"):
         await Lifespan(http_only, "on").startup()
 
 
@@ -84,10 +84,10 @@ async def test_off_never_calls_the_app() -> None:
 async def test_shutdown_failure_is_reported() -> None:
     lifespan = Lifespan(fails_shutdown, "on")
     await lifespan.startup()
-    with pytest.raises(LifespanFailed, match="shutdown failed: flush failed"):
+    with pytest.raises(LifespanFailed, match=r"shutdown failed: flush failed"):
         await lifespan.shutdown()
 
 
 async def test_wrong_message_type_is_named() -> None:
-    with pytest.raises(LifespanFailed, match="'lifespan.startup.done' is not one of"):
+    with pytest.raises(LifespanFailed, match=r"'lifespan\.startup\.done' is not one of"):
         await Lifespan(bad_message, "on").startup()

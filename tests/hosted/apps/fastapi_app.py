@@ -63,7 +63,12 @@ async def form(name: Annotated[str, Form()], age: Annotated[int, Form()]) -> dic
 @app.post("/upload")
 async def upload(file: Annotated[UploadFile, File()], note: Annotated[str, Form()]) -> dict[str, Any]:
     data = await file.read()
-    return {"filename": file.filename, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "note": note}
+    return {
+        "filename": file.filename,
+        "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "note": note,
+    }
 
 
 @app.post("/consume")

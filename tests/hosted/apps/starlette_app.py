@@ -16,7 +16,9 @@ from starlette.routing import Route
 
 
 class Timing(BaseHTTPMiddleware):
-    async def dispatch(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    async def dispatch(
+        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
         response = await call_next(request)
         response.headers["x-through-middleware"] = "yes"
         return response
