@@ -89,6 +89,8 @@ enum Ending {
     Running,
     /// The answer is complete (or never will be).
     Complete,
+    /// The client sent its last byte; it may still read the answer.
+    InputEnded,
     /// The client left.
     Gone,
 }
@@ -180,6 +182,21 @@ impl Cycle {
             let mut state = self.locked();
             if state.ending == Ending::Running {
                 state.ending = Ending::Complete;
+            }
+            state.end_waiter.take()
+        };
+        if let Some(waiter) = waiter {
+            resolve(py, &waiter, disconnect_message(py).map(Bound::into_any));
+        }
+    }
+
+    /// The client sent its last byte (it may still read): `receive` says
+    /// `http.disconnect`, as uvicorn's does; the answer is still written.
+    pub(super) fn input_ended(&self, py: Python<'_>) {
+        let waiter = {
+            let mut state = self.locked();
+            if state.ending == Ending::Running {
+                state.ending = Ending::InputEnded;
             }
             state.end_waiter.take()
         };

@@ -116,12 +116,19 @@ impl Connection {
 
     fn eof_received(slf: &Bound<'_, Self>) -> PyResult<bool> {
         let mut keep_open = false;
-        Self::with_borrow(slf, |this, _py| {
+        let mut cycles = Vec::new();
+        Self::with_borrow(slf, |this, py| {
             // The client sent everything it will send. Answer what is in flight, then
             // close; an incomplete request is dropped.
             keep_open = this.core.end_of_input();
+            cycles = this.cycles.iter().map(|c| c.clone_ref(py)).collect();
             Ok(())
         })?;
+        // A hosted ASGI app learns it as uvicorn tells it: `receive` says
+        // http.disconnect (its answer, if it still sends one, is written).
+        for cycle in cycles {
+            cycle.get().input_ended(slf.py());
+        }
         Ok(keep_open)
     }
 
