@@ -124,6 +124,16 @@ def _veter(port: int, workers: int) -> list[str]:
     return [*argv, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
 
 
+def _veter_hosting(module: str) -> Argv:
+    """veter serving an ASGI app of apps/ (the same module its peers serve)."""
+
+    def argv(port: int, workers: int) -> list[str]:
+        run = paths.veter_run(f"benchmarks.apps.{module}")
+        return [*run, "--lifespan", "off", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+
+    return argv
+
+
 def _veter_abi3(port: int, workers: int) -> list[str]:
     argv = [str(paths.ABI3_PYTHON), "-m", "veter", "run", "benchmarks.apps.veter_app:app", "--access-log", "off"]
     return [*argv, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
@@ -193,6 +203,10 @@ ALL: dict[str, Server] = {
     s.name: s
     for s in [
         Veter("veter", "veter (Rust HTTP core on uvloop)", ASYNC, _veter, cwd=paths.REPO),
+        Veter("veter-asgi", "veter hosting the raw ASGI app", HELLO, _veter_hosting("asgi_raw:app"), cwd=paths.REPO),
+        Veter(
+            "veter-fastapi", "veter hosting the FastAPI app", ASYNC, _veter_hosting("fastapi_app:app"), cwd=paths.REPO
+        ),
         Server(
             "veter-abi3",
             "veter from one abi3 wheel (stable ABI, Python 3.11+)",

@@ -5,6 +5,7 @@ from types import ModuleType
 
 from . import (
     accesslog,
+    asgi,
     blocking,
     db,
     engine,
@@ -22,6 +23,7 @@ from . import (
 
 ORDER: list[ModuleType] = [
     engine,
+    asgi,
     wheels,
     hello,
     sleep50,
