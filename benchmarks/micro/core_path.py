@@ -16,6 +16,8 @@ Scenarios (request ids on, access log off, every other default too):
 - ``post1k``: a POST with a 1 KiB body read by the handler, one request per read
 - ``notfound``: a path no route matches (404), one request per read
 - ``headers20``: ``plaintext`` with 20 request headers, one request per read
+- ``asgi``: a raw ASGI 3 app hosted by veter (``veter run`` of an ASGI callable)
+  answering plaintext in two ``send`` calls, one request per read
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class Scenario:
     read: bytes  # what one data_received gets
     per_read: int  # requests in it
     may_suspend: bool = False  # the handler may become a task: wait for it after each read
+    hosted: bool = False  # served by a hosted ASGI app instead of a veter.App
 
 
 def _app() -> veter.App:
@@ -86,6 +89,14 @@ def _app() -> veter.App:
     return app
 
 
+_TEXT_HEADERS = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"13")]
+
+
+async def _asgi_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": _TEXT_HEADERS})
+    await send({"type": "http.response.body", "body": b"Hello, World!"})
+
+
 def _get(path: str, extra: str = "") -> bytes:
     return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:40000\r\n{extra}\r\n".encode()
 
@@ -106,11 +117,18 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     "notfound": Scenario(_get("/missing"), 1),
     "headers20": Scenario(_get("/", _HEADERS20), 1),
+    "asgi": Scenario(_get("/"), 1, may_suspend=True, hosted=True),
 }
 
 
 async def drive(scenario: Scenario, reads: int) -> None:
-    conn = _app().build_dispatcher()()
+    if scenario.hosted:
+        from veter.hosted import AsgiApp
+
+        app: veter.App = AsgiApp(_asgi_app)
+    else:
+        app = _app()
+    conn = app.build_dispatcher()()
     conn.connection_made(NullTransport())
     data_received: Callable[[bytes], None] = conn.data_received
     data = scenario.read

@@ -50,17 +50,7 @@ impl Connection {
             Body::Stream(stream) => Some(stream.clone_ref(py)),
             _ => None,
         };
-        let request = Py::new(
-            py,
-            Request::new(
-                parts.take(),
-                exchange,
-                None,
-                self.client.clone_ref(py),
-                disp.app.clone_ref(py),
-                None,
-            ),
-        )?;
+        let request = self.new_request(py, disp, parts, exchange, None, None)?;
         let Some((scope, cycle)) = self.new_cycle(py, asgi, &request, framing, body)? else {
             return Ok(());
         };
