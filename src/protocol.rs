@@ -109,8 +109,9 @@ pub struct Connection {
     proxied: bool,
     /// This connection as a Python object, for task completions; cleared when lost.
     self_ref: Option<Py<Connection>>,
-    /// `(host, port)` of the listening socket, for a hosted ASGI app's scopes.
-    server: Option<Py<PyAny>>,
+    /// `client` and `server` of a hosted ASGI app's scopes: `(host, port)` of the
+    /// peer and of the listening socket, made once per connection.
+    asgi_place: Option<(Py<PyAny>, Py<PyAny>)>,
     /// The requests of a hosted ASGI app still running (told when the client leaves).
     cycles: Vec<Py<asgi::Cycle>>,
     /// Requests dispatched on this connection.
@@ -173,7 +174,7 @@ impl Connection {
             client_text: String::new(),
             proxied: false,
             self_ref: None,
-            server: None,
+            asgi_place: None,
             cycles: Vec::new(),
             served: 0,
             batch_start: now,

@@ -51,9 +51,8 @@ impl Connection {
             this.client_text = host;
         }
         if d.asgi.is_some() {
-            this.server = Some(server_address(
-                &transport.call_method1("get_extra_info", ("sockname",))?,
-            )?);
+            let sockname = transport.call_method1("get_extra_info", ("sockname",))?;
+            this.asgi_place = Some((address_pair(&peer, false)?, address_pair(&sockname, true)?));
         }
         this.client = peer.unbind();
         this.write = Some(transport.getattr("write")?.unbind());
@@ -191,11 +190,12 @@ impl Connection {
     }
 }
 
-/// A socket's address as an ASGI scope gives it: `(host, port)`, or `(path, None)`
-/// for a Unix socket.
-fn server_address(sockname: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let py = sockname.py();
-    if let Ok(tuple) = sockname.cast::<pyo3::types::PyTuple>() {
+/// A socket's address as an ASGI scope gives it: `(host, port)` (an IPv6 address's
+/// flow info and scope id left out), `(path, None)` for the server's Unix socket,
+/// None for a peer without an address (a Unix socket's).
+fn address_pair(address: &Bound<'_, PyAny>, server: bool) -> PyResult<Py<PyAny>> {
+    let py = address.py();
+    if let Ok(tuple) = address.cast::<pyo3::types::PyTuple>() {
         if tuple.len() >= 2 {
             return Ok((tuple.get_item(0)?, tuple.get_item(1)?)
                 .into_pyobject(py)?
@@ -203,8 +203,8 @@ fn server_address(sockname: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
                 .unbind());
         }
     }
-    if sockname.is_none() {
+    if !server || address.is_none() {
         return Ok(py.None());
     }
-    Ok((sockname, py.None()).into_pyobject(py)?.into_any().unbind())
+    Ok((address, py.None()).into_pyobject(py)?.into_any().unbind())
 }

@@ -117,14 +117,19 @@ impl Connection {
         let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
             return Ok(None);
         };
-        let server = self
-            .server
-            .as_ref()
-            .map_or_else(|| py.None().into_bound(py), |s| s.bind(py).clone());
+        let Some((client, server)) = &self.asgi_place else {
+            return Ok(None);
+        };
+        let req = request.get();
+        let client = match req.exchange.forwarded.as_ref().and_then(|f| f.client) {
+            // A trusted proxy named the client.
+            Some((ip, port)) => (ip.to_string(), port).into_pyobject(py)?.into_any(),
+            None => client.bind(py).clone(),
+        };
         let place = scope::Place {
-            client: request.bind(py).getattr(pyo3::intern!(py, "client"))?,
-            server: &server,
-            scheme: request.get().scheme(),
+            client,
+            server: server.bind(py),
+            scheme: req.scheme(),
         };
         let scope = scope::http(py, asgi, request.get(), &place)?;
         let cycle = Py::new(
