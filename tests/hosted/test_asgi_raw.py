@@ -293,3 +293,15 @@ def test_declared_body_over_the_limit_never_reaches_the_app(server: Proc) -> Non
     assert server.port is not None
     data = exchange(server.port, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n")
     assert data.startswith(b"HTTP/1.1 413")
+
+
+def test_ipv6_scope_addresses_are_pairs() -> None:
+    proc = Proc(["run", APP, "--single-process", "--host", "::1", "--port", "0"])
+    try:
+        port = int(proc.wait_for(r"veter serving on http://\[::1\]:(\d+)").group(1))
+        with httpx.Client(base_url=f"http://[::1]:{port}", timeout=10) as c:
+            scope = c.get("/scope").json()
+        assert scope["client"][0] == "::1" and len(scope["client"]) == 2
+        assert scope["server"] == ["::1", port]
+    finally:
+        proc.close()
