@@ -57,10 +57,9 @@ impl Dispatcher {
             eager_tasks,
             unmatched,
         )?;
-        shared.asgi = asgi
-            .as_ref()
-            .map(crate::asgi::Asgi::from_spec)
-            .transpose()?;
+        if let Some(spec) = &asgi {
+            shared.host(py, crate::asgi::Asgi::from_spec(spec)?);
+        }
         Ok(Dispatcher {
             shared: Arc::new(shared),
         })

@@ -72,8 +72,10 @@ pub struct Shared<C> {
     /// middleware, or its own not-found or method-not-allowed handler); else the
     /// core answers them itself.
     pub unmatched: Option<Route>,
-    /// The hosted ASGI app this worker serves instead of routes (None: a `veter.App`).
+    /// The hosted ASGI app this worker serves instead of routes (None: a `veter.App`),
+    /// and the route every request takes to it.
     pub asgi: Option<crate::asgi::Asgi>,
+    pub hosted: Option<Route>,
     pub limits: Limits,
     /// `Server: <value>\r\n`, or empty when the header is off.
     pub server_line: Vec<u8>,
@@ -115,6 +117,19 @@ pub struct Shared<C> {
 }
 
 impl<C: Handle> Shared<C> {
+    /// Serves the ASGI app `asgi` instead of routes.
+    pub fn host(&mut self, py: Python<'_>, asgi: crate::asgi::Asgi) {
+        self.hosted = Some(Route {
+            handler: asgi.app.clone_ref(py),
+            is_async: true,
+            stream_body: true,
+            websocket: false,
+            pattern: PyString::intern(py, "").unbind(),
+            param_names: Vec::new(),
+        });
+        self.asgi = Some(asgi);
+    }
+
     #[allow(clippy::too_many_arguments)] // the settings are one; the rest are what the app hands over
     pub fn new(
         py: Python<'_>,
@@ -187,6 +202,7 @@ impl<C: Handle> Shared<C> {
             router: tree,
             unmatched,
             asgi: None,
+            hosted: None,
             routes: table,
             limits,
             server_line: config

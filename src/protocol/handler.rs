@@ -65,8 +65,13 @@ impl Connection {
                 return Ok(());
             }
         }
-        if let Some(asgi) = &disp.asgi {
-            return self.call_asgi(py, disp, asgi, parts, exchange, framing);
+        if let Some(hosted) = &disp.hosted {
+            let call = Call {
+                path_params: None,
+                extra: None,
+                pattern: None,
+            };
+            return self.call_handler(py, disp, hosted, parts, exchange, call, framing);
         }
         let (route, params) = match lookup {
             Lookup::Found { route, params } => {
@@ -140,8 +145,22 @@ impl Connection {
             extra,
             pattern,
         } = call;
-        let params = path_params.as_ref().map(|d| d.clone().unbind());
-        let request = self.new_request(py, disp, parts, exchange, params, pattern)?;
+        // The one place a request object is made: a second one (for hosted apps) had
+        // LLVM keep `Py::new` out of line, +15 instructions per request (callgrind).
+        let request = Py::new(
+            py,
+            Request::new(
+                parts.take(),
+                exchange,
+                path_params.as_ref().map(|d| d.clone().unbind()),
+                self.client.clone_ref(py),
+                disp.app.clone_ref(py),
+                pattern,
+            ),
+        )?;
+        if let Some(asgi) = &disp.asgi {
+            return self.call_asgi(py, disp, asgi, request, framing);
+        }
         let kwargs = path_params.or(extra);
         // The handler sees this request (current.rs): in the context when it runs as a
         // task, in the thread's slot when a plain `def` handler runs inline.
@@ -230,33 +249,6 @@ impl Connection {
         };
         task.call_method1("add_done_callback", (Py::new(py, done)?,))?;
         Ok(())
-    }
-
-    /// The request object over `parts` (taken), for a handler or a hosted app.
-    // Always inlined: with two callers, LLVM kept `Py::new` out of line, +15
-    // instructions per request (callgrind).
-    #[allow(clippy::inline_always)]
-    #[inline(always)]
-    pub(super) fn new_request(
-        &self,
-        py: Python<'_>,
-        disp: &Shared,
-        parts: &mut request::Built,
-        exchange: Exchange,
-        params: Option<Py<PyDict>>,
-        pattern: Option<Py<PyString>>,
-    ) -> PyResult<Py<Request>> {
-        Py::new(
-            py,
-            Request::new(
-                parts.take(),
-                exchange,
-                params,
-                self.client.clone_ref(py),
-                disp.app.clone_ref(py),
-                pattern,
-            ),
-        )
     }
 
     /// A task for `coro`, started eagerly when the dispatcher uses eager tasks and

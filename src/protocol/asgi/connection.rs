@@ -14,7 +14,7 @@ use crate::body_stream::BodyStream;
 use crate::http1::encode::Framing;
 use crate::protocol::current::CurrentRequest;
 use crate::protocol::{Connection, Running, Shared};
-use crate::request::{self, Body, Exchange, Request};
+use crate::request::{Body, Request};
 
 /// Called by asyncio when an app's task (that did not finish at once) ends.
 #[pyclass(module = "veter._core", name = "_AsgiDone", frozen)]
@@ -42,15 +42,13 @@ impl Connection {
         py: Python<'_>,
         disp: &Shared,
         asgi: &Asgi,
-        parts: &mut request::Built,
-        exchange: Exchange,
+        request: Py<Request>,
         framing: Framing,
     ) -> PyResult<()> {
-        let body = match &parts.get().body {
+        let body = match &request.get().parts.body {
             Body::Stream(stream) => Some(stream.clone_ref(py)),
             _ => None,
         };
-        let request = self.new_request(py, disp, parts, exchange, None, None)?;
         let Some((scope, cycle)) = self.new_cycle(py, asgi, &request, framing, body)? else {
             return Ok(());
         };
