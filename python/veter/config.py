@@ -13,7 +13,7 @@ __all__ = ["ServerConfig"]
 
 LoopName = Literal["auto", "uvloop", "asyncio"]
 LogFormat = Literal["text", "json"]
-Interface = Literal["auto", "veter", "asgi"]
+Interface = Literal["auto", "veter", "asgi", "wsgi"]
 LifespanMode = Literal["auto", "on", "off"]
 
 
@@ -192,7 +192,14 @@ class ServerConfig:
     )
     interface: Interface = setting(
         "auto",
-        "What MODULE:APP is: a veter.App or an ASGI 3 app (auto: told by inspecting it; docs/asgi.md).",
+        "What MODULE:APP is: a veter.App, an ASGI 3 app or a WSGI app (auto: told by inspecting it; "
+        "docs/asgi.md).",
+    )
+    threads: int = setting(
+        10,
+        "Threads that run a hosted WSGI app's requests (the event loop never runs its code); "
+        "requests beyond them wait for one.",
+        ge=1,
     )
     root_path: str = setting(
         "", "A hosted ASGI app's root_path: the path prefix a proxy mounts it at (leads scope path too)."

@@ -12,6 +12,7 @@ from veter.hosted.detect import NotAnApp, detect
 
 if TYPE_CHECKING:
     from veter.hosted.lifespan import AsgiCallable
+    from veter.hosted.wsgi import WsgiCallable
 
 __all__ = ["AppImportError", "import_app"]
 
@@ -22,8 +23,8 @@ class AppImportError(Exception):
 
 def import_app(ref: str, interface: str = "auto") -> App:
     """Import ``ref`` ("package.module:app") with the current directory on sys.path.
-    An ASGI app (``interface``: auto, veter or asgi) comes back wrapped in an
-    ``AsgiApp``."""
+    An ASGI or WSGI app (``interface``: auto, veter, asgi or wsgi) comes back
+    wrapped in an ``AsgiApp`` or a ``WsgiApp``."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
         raise AppImportError(f"app reference must look like 'module:app', got {ref!r}")
@@ -50,5 +51,9 @@ def import_app(ref: str, interface: str = "auto") -> App:
         from veter.hosted.asgi import AsgiApp
 
         return AsgiApp(cast("AsgiCallable", obj))
+    if kind == "wsgi":
+        from veter.hosted.wsgi import WsgiApp
+
+        return WsgiApp(cast("WsgiCallable", obj))
     assert isinstance(obj, App)
     return obj

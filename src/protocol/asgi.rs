@@ -359,7 +359,7 @@ impl Cycle {
     /// not finish is cut.
     fn task_ended(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
         let failure = task_failure(py, task)?;
-        let (reply, writer, seq) = {
+        let (reply, writer, seq, gone) = {
             let mut state = self.locked();
             let reply = std::mem::replace(&mut state.reply, Reply::Done);
             if matches!(reply, Reply::Streaming) {
@@ -369,6 +369,7 @@ impl Cycle {
                 reply,
                 state.writer.as_ref().map(|w| w.clone_ref(py)),
                 state.seq,
+                state.ending == Ending::Gone,
             )
         };
         match reply {
@@ -390,12 +391,17 @@ impl Cycle {
                 })?;
             }
             Reply::Streaming => {
-                let err = failure.unwrap_or_else(|| {
-                    PyRuntimeError::new_err(
-                        "the ASGI app returned before its response was complete",
-                    )
-                });
-                self.log_failure(py, err);
+                match failure {
+                    Some(err) => self.log_failure(py, err),
+                    // Stopping a stream for a client that left is what apps should do.
+                    None if gone => {}
+                    None => self.log_failure(
+                        py,
+                        PyRuntimeError::new_err(
+                            "the ASGI app returned before its response was complete",
+                        ),
+                    ),
+                }
                 if let Some(writer) = writer {
                     writer.get().end(py, false)?;
                 }

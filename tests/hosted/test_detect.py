@@ -1,4 +1,5 @@
-"""Telling a veter.App from an ASGI app (``--interface``), and the errors for the rest."""
+"""Telling a veter.App from an ASGI or a WSGI app (``--interface``), and the errors
+for the rest."""
 
 from __future__ import annotations
 
@@ -49,9 +50,27 @@ def test_not_callable_is_named() -> None:
         detect({})
 
 
+class WsgiClass:
+    def __call__(self, environ: Any, start_response: Any) -> list[bytes]:
+        return []
+
+
+@pytest.mark.parametrize("app", [wsgi_like, WsgiClass()])
+def test_wsgi_apps(app: Any) -> None:
+    assert detect(app) == "wsgi"
+
+
+def test_frameworks_are_wsgi() -> None:
+    flask = pytest.importorskip("flask")
+    assert detect(flask.Flask("x")) == "wsgi"
+
+
 def test_unknown_callable_is_named_with_the_way_out() -> None:
-    with pytest.raises(NotAnApp, match=r"2 positional parameter\(s\).*--interface asgi"):
-        detect(wsgi_like)
+    def one(x: Any) -> None:
+        return None
+
+    with pytest.raises(NotAnApp, match=r"1 positional parameter\(s\).*--interface asgi or wsgi"):
+        detect(one)
 
 
 def test_forced_interfaces_are_checked() -> None:
@@ -60,7 +79,10 @@ def test_forced_interfaces_are_checked() -> None:
         detect(asgi_function, "veter")
     with pytest.raises(NotAnApp, match=r"--interface asgi: the object is a veter\.app\.App"):
         detect(veter.App(), "asgi")
-    with pytest.raises(ValueError, match=r"interface must be auto, veter or asgi"):
+    assert detect(wsgi_like, "wsgi") == "wsgi"
+    with pytest.raises(NotAnApp, match=r"--interface wsgi: the object is a function, not a WSGI"):
+        detect(asgi_function, "wsgi")
+    with pytest.raises(ValueError, match=r"interface must be auto, veter, asgi or wsgi"):
         detect(asgi_function, "wsgi2")
 
 
@@ -68,6 +90,14 @@ def test_import_wraps_an_asgi_app() -> None:
     app = import_app("tests.hosted.apps.raw:app")
     assert app.hosted
     assert isinstance(app, veter.App)
+
+
+def test_import_wraps_a_wsgi_app() -> None:
+    from veter.hosted import WsgiApp
+
+    app = import_app("tests.hosted.apps.wsgi_raw:app")
+    assert isinstance(app, WsgiApp)
+    assert app.hosted
 
 
 def test_import_error_names_the_reference() -> None:

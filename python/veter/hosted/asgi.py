@@ -27,6 +27,8 @@ class AsgiApp(App):
     """Serves ``app``, an ASGI 3 callable (``veter run module:app`` makes one)."""
 
     hosted = True
+    #: What the app speaks, for messages.
+    interface = "ASGI"
 
     def __init__(self, app: AsgiCallable, **settings: Any) -> None:
         super().__init__(**settings)
@@ -58,7 +60,8 @@ class AsgiApp(App):
         if isinstance(exc, HTTPException):
             return Response(exc.detail, status=exc.status)
         log.error(
-            "ASGI app failed on %s %s: %s",
+            "%s app failed on %s %s: %s",
+            self.interface,
             getattr(request, "method", "?"),
             getattr(request, "path", "?"),
             exc,

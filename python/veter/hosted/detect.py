@@ -1,4 +1,4 @@
-"""What an imported app object is: a ``veter.App`` or an ASGI 3 callable."""
+"""What an imported app object is: a ``veter.App``, an ASGI 3 or a WSGI callable."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from veter.app import App
 
 __all__ = ["Kind", "NotAnApp", "detect"]
 
-Kind = Literal["veter", "asgi"]
+Kind = Literal["veter", "asgi", "wsgi"]
 
 
 class NotAnApp(TypeError):
@@ -22,6 +22,8 @@ def detect(obj: Any, interface: str = "auto") -> Kind:
     An ASGI 3 app is an ``async def app(scope, receive, send)`` or an object whose
     ``__call__`` is one (FastAPI, Starlette, Django's ``get_asgi_application()``,
     Litestar, Quart). ASGI 2 (a class called with the scope alone) is not served.
+    A WSGI app is a plain callable taking ``(environ, start_response)`` (Flask,
+    Django's ``get_wsgi_application()``, Bottle, Falcon's ``App``).
     """
     if interface == "veter":
         if not isinstance(obj, App):
@@ -31,24 +33,35 @@ def detect(obj: Any, interface: str = "auto") -> Kind:
         if isinstance(obj, App) or not callable(obj):
             raise NotAnApp(f"--interface asgi: the object is {_describe(obj)}, not an ASGI callable")
         return "asgi"
+    if interface == "wsgi":
+        if isinstance(obj, App) or not callable(obj) or _is_async(obj):
+            raise NotAnApp(f"--interface wsgi: the object is {_describe(obj)}, not a WSGI callable")
+        return "wsgi"
     if interface != "auto":
-        raise ValueError(f"interface must be auto, veter or asgi, got {interface!r}")
+        raise ValueError(f"interface must be auto, veter, asgi or wsgi, got {interface!r}")
     if isinstance(obj, App):
         return "veter"
     if not callable(obj):
         raise NotAnApp(f"the object is {_describe(obj)}: neither a veter.App nor an ASGI app")
-    call = obj if inspect.isfunction(obj) or inspect.ismethod(obj) else type(obj).__call__
-    if inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(obj):
+    if _is_async(obj):
         return "asgi"
     arity = _positional(obj)
     if arity == 3:
         # A plain def taking (scope, receive, send) that returns a coroutine.
         return "asgi"
+    if arity == 2:
+        return "wsgi"
     raise NotAnApp(
         f"cannot tell what the object is: {_describe(obj)}, a callable of {arity} positional "
-        "parameter(s) that is not async; an ASGI 3 app is async and takes (scope, receive, send). "
-        "Name it with --interface asgi if it is one."
+        "parameter(s) that is not async; an ASGI 3 app is async and takes (scope, receive, send), "
+        "a WSGI app takes (environ, start_response). Name it with --interface asgi or wsgi "
+        "if it is one."
     )
+
+
+def _is_async(obj: Any) -> bool:
+    call = obj if inspect.isfunction(obj) or inspect.ismethod(obj) else type(obj).__call__
+    return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(obj)
 
 
 def _positional(obj: Any) -> int | None:

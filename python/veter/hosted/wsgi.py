@@ -1,0 +1,324 @@
+"""``WsgiApp``: a WSGI app (PEP 3333: Flask, Django's ``get_wsgi_application()``...)
+served by veter on its hosted ASGI path.
+
+The core calls ``Bridge`` for each request as it calls a hosted ASGI app (the
+``http`` scope, ``receive`` and ``send`` are the core's); the bridge makes the
+``environ`` and runs the app in a bounded pool of ``threads`` threads: the event
+loop never runs the app's code, so a blocking call (a database driver, a sleep)
+holds one thread, not the worker.
+
+An answer whose end the bridge knows (a list, or as many bytes as the app's
+``Content-Length`` says) comes back to the loop in one hop and is written with a
+``Content-Length``. Any other iterable is streamed: each block is handed to the
+loop before the next is asked for, and the thread waits while the client is
+behind (the core's write watermarks), as PEP 3333 asks. The iterable's
+``close()`` is always called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from types import TracebackType
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from veter.app import App
+from veter.hosted.asgi import AsgiApp
+from veter.hosted.wsgi_io import ErrorStream, FileWrapper, InputStream
+
+__all__ = ["WsgiApp"]
+
+log = logging.getLogger("veter.wsgi")
+
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
+StartResponse = Callable[..., Callable[[bytes], None]]
+WsgiCallable = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+# Header names the environ gives under their own keys, and the rest's keys, made once.
+_KEYS: dict[bytes, str] = {b"content-type": "CONTENT_TYPE", b"content-length": "CONTENT_LENGTH"}
+
+
+def _key(name: bytes) -> str | None:
+    key = _KEYS.get(name)
+    if key is None:
+        if b"_" in name:
+            # HTTP_X_FOO cannot tell "x-foo" from "x_foo": a client could pass a header
+            # for one that a proxy in front only filters as the other (gunicorn and
+            # nginx drop these too).
+            return None
+        key = "HTTP_" + name.decode("latin-1").upper().replace("-", "_")
+        if len(_KEYS) < 1024:
+            _KEYS[name] = key
+    return key
+
+
+class Bridge:
+    """The ASGI callable the core runs for a WSGI app's requests."""
+
+    def __init__(self, app: WsgiCallable) -> None:
+        self.app = app
+        self.pool: ThreadPoolExecutor | None = None
+        self.errors = ErrorStream()
+
+    def start(self, threads: int) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="veter-wsgi")
+
+    def stop(self) -> None:
+        if self.pool is not None:
+            # Requests have drained by now; a thread stuck in the app is not waited for.
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None
+
+    async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            raise RuntimeError(f"a WSGI app serves HTTP requests, not {scope['type']!r} ones")
+        loop = asyncio.get_running_loop()
+        environ = self.environ(scope)
+        # The first piece of a body is fetched here, on the loop: a small body is in
+        # the core already and the thread need not come back for it.
+        first = await receive() if _has_body(environ) else None
+        environ["wsgi.input"] = body = InputStream(receive, loop, first)
+        call = Call(self.app, environ, body, receive, send, loop)
+        pool = self.pool
+        if pool is None:
+            raise RuntimeError("the WSGI thread pool is not running (the server has stopped)")
+        # The request's context (its id, for log lines) goes with it into the thread.
+        answer = await loop.run_in_executor(pool, contextvars.copy_context().run, call.run)
+        if answer is not None:
+            status, headers, content = answer
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": content})
+
+    def environ(self, scope: Message) -> dict[str, Any]:
+        """PEP 3333's environ for an ``http`` scope (strings are "native strings":
+        bytes as latin-1)."""
+        root = scope.get("root_path", "")
+        raw_path: bytes = scope["raw_path"]
+        root_bytes = root.encode()
+        if root_bytes and raw_path.startswith(root_bytes):
+            raw_path = raw_path[len(root_bytes) :]
+        server = scope.get("server") or ("localhost", 80)
+        environ: dict[str, Any] = {
+            "REQUEST_METHOD": scope["method"],
+            "SCRIPT_NAME": root_bytes.decode("latin-1"),
+            "PATH_INFO": unquote_to_bytes(raw_path).decode("latin-1"),
+            "QUERY_STRING": scope["query_string"].decode("latin-1"),
+            "SERVER_NAME": str(server[0]),
+            "SERVER_PORT": str(server[1]) if server[1] is not None else "0",
+            "SERVER_PROTOCOL": "HTTP/" + scope["http_version"],
+            "wsgi.version": (1, 0),
+            "wsgi.url_scheme": scope["scheme"],
+            "wsgi.errors": self.errors,
+            "wsgi.multithread": True,
+            "wsgi.multiprocess": True,
+            "wsgi.run_once": False,
+            "wsgi.file_wrapper": FileWrapper,
+        }
+        client = scope.get("client")
+        if client:
+            environ["REMOTE_ADDR"] = client[0]
+            environ["REMOTE_PORT"] = str(client[1])
+        request_id = scope.get("state", {}).get("request_id")
+        if request_id:
+            environ["veter.request_id"] = request_id
+        for name, value in scope["headers"]:
+            key = _key(name)
+            if key is None:
+                continue
+            text = value.decode("latin-1")
+            if key in environ:
+                environ[key] += ("; " if key == "HTTP_COOKIE" else ",") + text
+            else:
+                environ[key] = text
+        return environ
+
+
+def _has_body(environ: dict[str, Any]) -> bool:
+    if "HTTP_TRANSFER_ENCODING" in environ:
+        # A chunked body has no length to read up to: its end is the stream's
+        # (wsgi.input always ends there; with a Content-Length, frameworks read by
+        # it, in sized reads, as PEP 3333 describes).
+        environ["wsgi.input_terminated"] = True
+        return True
+    return bool(environ.get("CONTENT_LENGTH", "0") != "0")
+
+
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
+class Call:
+    """One request's run of the app, in a pool thread."""
+
+    def __init__(
+        self,
+        app: WsgiCallable,
+        environ: dict[str, Any],
+        body: InputStream,
+        receive: Receive,
+        send: Send,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.app = app
+        self.environ = environ
+        self.body = body
+        self.receive = receive
+        self.send = send
+        self.loop = loop
+        self.status: int | None = None
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.length: int | None = None
+        self.streaming = False  # the head has gone to the loop
+        self.buffered: list[bytes] = []
+        self.gone: Future[Message] | None = None
+
+    def start_response(
+        self, status: str, headers: list[tuple[str, str]], exc_info: ExcInfo | None = None
+    ) -> Callable[[bytes], None]:
+        if exc_info is not None:
+            try:
+                if self.streaming:
+                    raise exc_info[1].with_traceback(exc_info[2])
+            finally:
+                exc_info = None
+            self.buffered.clear()
+        elif self.status is not None:
+            raise RuntimeError("WSGI start_response() called a second time without exc_info")
+        self.status = _status(status)
+        self.headers, self.length = _headers(headers)
+        return self.write
+
+    def write(self, data: bytes) -> None:
+        """The legacy ``write`` callable: the block goes out before it returns."""
+        if self.status is None:
+            raise RuntimeError("WSGI write() called before start_response()")
+        _check_block(data)
+        if data:
+            self._stream(data)
+
+    def run(self) -> Answer | None:
+        """Calls the app; the whole answer when it is known at once, else None (the
+        answer was streamed from here)."""
+        iterable = self.app(self.environ, self.start_response)
+        try:
+            return self._answer(iterable)
+        finally:
+            close = getattr(iterable, "close", None)
+            if close is not None:
+                close()
+
+    def _answer(self, iterable: Iterable[bytes]) -> Answer | None:
+        sized = isinstance(iterable, (list, tuple))
+        got = sum(len(b) for b in self.buffered)
+        for block in iterable:
+            _check_block(block)
+            if self.status is None:
+                raise RuntimeError("the WSGI app produced a body before calling start_response()")
+            if not block:
+                continue
+            if self.streaming:
+                if not self._stream(block):
+                    return None  # the client went away
+                continue
+            self.buffered.append(block)
+            got += len(block)
+            if sized or (self.length is not None and got >= self.length):
+                continue  # the end is known: the rest (if any) comes at once
+            if not self._stream(b"".join(self.buffered)):
+                return None
+            self.buffered.clear()
+        if self.status is None:
+            raise RuntimeError("the WSGI app returned without calling start_response()")
+        if self.streaming:
+            self._relay({"type": "http.response.body", "body": b"", "more_body": False})
+            return None
+        return self.status, self.headers, b"".join(self.buffered)
+
+    def _stream(self, block: bytes) -> bool:
+        """Hands a block to the loop and waits until it is written (or the client is
+        caught up); False when the client has gone."""
+        if self.gone is not None and self.gone.done():
+            return False
+        if not self.streaming:
+            assert self.status is not None
+            self.streaming = True
+            self._relay({"type": "http.response.start", "status": self.status, "headers": self.headers})
+            if self.body.exhausted:
+                # After the body, receive() answers http.disconnect when the answer
+                # ends or the client leaves: watched so an endless stream stops.
+                self.gone = asyncio.run_coroutine_threadsafe(self._disconnect(), self.loop)
+        self._relay({"type": "http.response.body", "body": block, "more_body": True})
+        return not (self.gone is not None and self.gone.done())
+
+    async def _disconnect(self) -> Message:
+        while (message := await self.receive())["type"] != "http.disconnect":
+            pass  # an empty body's one http.request
+        return message
+
+    def _relay(self, message: Message) -> None:
+        asyncio.run_coroutine_threadsafe(_sent(self.send, message), self.loop).result()
+
+
+async def _sent(send: Send, message: Message) -> None:
+    await send(message)
+
+
+def _status(status: str) -> int:
+    if not isinstance(status, str):
+        raise TypeError(f"WSGI status must be a str such as '200 OK', got {type(status).__name__}")
+    code = status[:3]
+    if len(status) < 4 or not code.isdigit() or status[3] != " ":
+        raise ValueError(f"WSGI status must be a code and a reason such as '200 OK', got {status!r}")
+    return int(code)
+
+
+def _headers(headers: list[tuple[str, str]]) -> tuple[list[tuple[bytes, bytes]], int | None]:
+    if not isinstance(headers, list):
+        raise TypeError(f"WSGI response headers must be a list of tuples, got {type(headers).__name__}")
+    out: list[tuple[bytes, bytes]] = []
+    length = None
+    for item in headers:
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise TypeError(f"a WSGI response header must be a (name, value) tuple, got {item!r}")
+        name, value = item
+        if not (isinstance(name, str) and isinstance(value, str)):
+            raise TypeError(f"WSGI response header names and values must be str, got {item!r}")
+        raw_name = name.encode("latin-1").lower()
+        raw_value = value.encode("latin-1")
+        if raw_name == b"content-length":
+            length = int(value) if value.isdigit() else None
+        out.append((raw_name, raw_value))
+    return out, length
+
+
+def _check_block(block: object) -> None:
+    if not isinstance(block, bytes):
+        raise TypeError(f"a WSGI app must produce bytes, got {type(block).__name__}")
+
+
+class WsgiApp(AsgiApp):
+    """Serves ``app``, a WSGI callable (``veter run module:app`` makes one)."""
+
+    interface = "WSGI"
+
+    def __init__(self, app: WsgiCallable, **settings: Any) -> None:
+        self.bridge = Bridge(app)
+        super().__init__(self.bridge, **settings)
+        self.wsgi_app = app
+
+    async def startup(self) -> None:
+        """Starts the thread pool, then veter's own startup hooks (WSGI has no lifespan)."""
+        self.bridge.start(self._serving_config.threads)
+        await App.startup(self)
+
+    async def shutdown(self) -> None:
+        try:
+            await App.shutdown(self)
+        finally:
+            self.bridge.stop()
