@@ -169,6 +169,22 @@ def _gunicorn_falcon(port: int, workers: int) -> list[str]:
     ]
 
 
+def _gunicorn_flask(port: int, workers: int) -> list[str]:
+    # Issue 14's baseline: the sync worker, one process (the server has one CPU).
+    return [
+        str(paths.PEERS_BIN / "gunicorn"),
+        "flask_app:app",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--worker-class",
+        "sync",
+        "--backlog",
+        "4096",
+    ]
+
+
 def _nginx(port: int, workers: int) -> list[str]:
     return ["/usr/sbin/nginx", "-p", str(nginx.prefix(port)), "-c", "nginx.conf", "-e", "error.log"]
 
@@ -206,6 +222,9 @@ ALL: dict[str, Server] = {
         Veter("veter-asgi", "veter hosting the raw ASGI app", HELLO, _veter_hosting("asgi_raw:app"), cwd=paths.REPO),
         Veter(
             "veter-fastapi", "veter hosting the FastAPI app", ASYNC, _veter_hosting("fastapi_app:app"), cwd=paths.REPO
+        ),
+        Veter(
+            "veter-flask", "veter hosting the Flask app (WSGI)", HELLO, _veter_hosting("flask_app:app"), cwd=paths.REPO
         ),
         Server(
             "veter-abi3",
@@ -248,6 +267,9 @@ ALL: dict[str, Server] = {
         Server("fastapi", "FastAPI on uvicorn", ASYNC, _uvicorn("fastapi_app:app"), needs=PEERS_NEED),
         Server("granian-rsgi", "Granian, raw RSGI app", HELLO, _granian("rsgi", "granian_rsgi:app"), needs=PEERS_NEED),
         Server("granian-asgi", "Granian, raw ASGI app", HELLO, _granian("asgi", "asgi_raw:app"), needs=PEERS_NEED),
+        Server(
+            "granian-wsgi", "Granian, the Flask app (WSGI)", HELLO, _granian("wsgi", "flask_app:app"), needs=PEERS_NEED
+        ),
         Server("sanic", "Sanic, 1 worker", ASYNC, _sanic, needs=PEERS_NEED),
         Server("aiohttp", "aiohttp on uvloop", ASYNC, _script(PEERS_PY, "aiohttp_app.py"), needs=PEERS_NEED),
         Server("tornado", "Tornado, async def handlers", ASYNC, _script(PEERS_PY, "tornado_app.py"), needs=PEERS_NEED),
@@ -285,6 +307,7 @@ ALL: dict[str, Server] = {
             _gunicorn_falcon,
             needs=PEERS_NEED,
         ),
+        Server("gunicorn-flask", "Flask on gunicorn, 1 sync worker", HELLO, _gunicorn_flask, needs=PEERS_NEED),
     ]
 }
 

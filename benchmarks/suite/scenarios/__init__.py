@@ -19,11 +19,13 @@ from . import (
     sleep50,
     wheels,
     ws,
+    wsgi,
 )
 
 ORDER: list[ModuleType] = [
     engine,
     asgi,
+    wsgi,
     wheels,
     hello,
     sleep50,
