@@ -26,9 +26,9 @@ def server(request: pytest.FixtureRequest) -> Iterator[Proc]:
         proc.wait_ready()
         yield proc
     finally:
-        # The validator raises (and the worker logs) on any breach of PEP 3333.
-        assert "AssertionError" not in proc.output()
         proc.close()
+    # The validator raises (and the worker logs) on any breach of PEP 3333.
+    assert "AssertionError" not in proc.output()
 
 
 @pytest.fixture(scope="module")

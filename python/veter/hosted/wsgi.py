@@ -20,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import queue
+import threading
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -64,17 +66,36 @@ class Bridge:
 
     def __init__(self, app: WsgiCallable) -> None:
         self.app = app
-        self.pool: ThreadPoolExecutor | None = None
         self.errors = ErrorStream()
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
 
     def start(self, threads: int) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="veter-wsgi")
+        """Starts the pool's ``threads`` threads."""
+        for i in range(threads):
+            thread = threading.Thread(target=self._work, name=f"veter-wsgi-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
     def stop(self) -> None:
-        if self.pool is not None:
-            # Requests have drained by now; a thread stuck in the app is not waited for.
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = None
+        """Ends the threads once they are idle. Requests have drained by now; a thread
+        stuck in the app is not waited for (it is a daemon)."""
+        for _ in self._threads:
+            self._jobs.put(None)
+        self._threads.clear()
+
+    def _work(self) -> None:
+        # One loop per thread; a job's outcome goes back to the loop in one call.
+        # (Not run_in_executor: its two futures and their chained callbacks cost
+        # more than the hop itself.)
+        while (job := self._jobs.get()) is not None:
+            future, context, call = job
+            try:
+                result = context.run(call.run)
+            except BaseException as exc:  # noqa: BLE001 - the request's task raises it
+                call.loop.call_soon_threadsafe(_failed, future, exc)
+            else:
+                call.loop.call_soon_threadsafe(_settled, future, result)
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -86,11 +107,12 @@ class Bridge:
         first = await receive() if _has_body(environ) else None
         environ["wsgi.input"] = body = InputStream(receive, loop, first)
         call = Call(self.app, environ, body, receive, send, loop)
-        pool = self.pool
-        if pool is None:
+        if not self._threads:
             raise RuntimeError("the WSGI thread pool is not running (the server has stopped)")
+        future: asyncio.Future[Answer | None] = loop.create_future()
         # The request's context (its id, for log lines) goes with it into the thread.
-        answer = await loop.run_in_executor(pool, contextvars.copy_context().run, call.run)
+        self._jobs.put((future, contextvars.copy_context(), call))
+        answer = await future
         if answer is not None:
             status, headers, content = answer
             await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -151,6 +173,17 @@ def _has_body(environ: dict[str, Any]) -> bool:
 
 
 Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+Job = tuple["asyncio.Future[Answer | None]", contextvars.Context, "Call"]
+
+
+def _settled(future: asyncio.Future[Answer | None], result: Answer | None) -> None:
+    if not future.done():  # not cancelled by the deadline
+        future.set_result(result)
+
+
+def _failed(future: asyncio.Future[Answer | None], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
 
 
 class Call:
