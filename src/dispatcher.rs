@@ -28,7 +28,8 @@ impl Dispatcher {
     #[new]
     /// `unmatched`: an async handler called as `handler(request)` for a path no route
     /// has and `handler(request, allow=...)` for a method none takes.
-    /// `asgi`: `(app, root_path, state)` of a hosted ASGI app, served instead of routes.
+    /// `asgi`: `(app, root_path, state, websocket)` of a hosted ASGI app, served instead
+    /// of routes.
     #[pyo3(signature = (
         routes, app, error_handler, config, *, access_log = None, access_log_skip = Vec::new(),
         eager_tasks = None, unmatched = None, asgi = None

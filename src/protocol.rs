@@ -300,8 +300,14 @@ impl Connection {
         let disp = &*disp_ref;
         let lookup = route_for(&disp.router, &data[start..], &head.method, &path);
         let (websocket, stream_body) = match &lookup {
-            // A hosted ASGI app reads every body as it arrives (`receive`).
-            _ if disp.asgi.is_some() => (false, true),
+            // A hosted ASGI app reads every body as it arrives (`receive`); its
+            // WebSocket handshakes go to the WebSocket entry, when it has one.
+            _ if disp.asgi.is_some() => (
+                disp.hosted_ws.is_some()
+                    && head.upgrade
+                    && request::upgrades_to_websocket(&data[start..], &head.headers),
+                true,
+            ),
             Lookup::Found { route, .. } => {
                 let route = &disp.routes[*route];
                 (route.websocket, route.stream_body)

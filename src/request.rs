@@ -135,6 +135,17 @@ impl Built {
     }
 }
 
+/// Whether an `Upgrade` header of the head in `buf` names `websocket` (RFC 6455
+/// section 4.2.1; token names compare case-insensitively).
+pub fn upgrades_to_websocket(buf: &[u8], headers: &[crate::http1::parse::HeaderSpan]) -> bool {
+    headers.iter().any(|h| {
+        buf[h.name.clone()].eq_ignore_ascii_case(b"upgrade")
+            && buf[h.value.clone()]
+                .split(|&b| b == b',')
+                .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"websocket"))
+    })
+}
+
 /// Splits a request target into its path and query ranges (offsets into `buf`).
 /// absolute-form (`http://host/p?q`) routes on its path; asterisk and authority
 /// forms route on the whole target.

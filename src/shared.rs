@@ -76,6 +76,8 @@ pub struct Shared<C> {
     /// and the route every request takes to it.
     pub asgi: Option<crate::asgi::Asgi>,
     pub hosted: Option<Route>,
+    /// The hosted app's WebSocket handshakes (`Asgi::websocket`), or None.
+    pub hosted_ws: Option<Route>,
     pub limits: Limits,
     /// `Server: <value>\r\n`, or empty when the header is off.
     pub server_line: Vec<u8>,
@@ -119,14 +121,16 @@ pub struct Shared<C> {
 impl<C: Handle> Shared<C> {
     /// Serves the ASGI app `asgi` instead of routes.
     pub fn host(&mut self, py: Python<'_>, asgi: crate::asgi::Asgi) {
-        self.hosted = Some(Route {
-            handler: asgi.app.clone_ref(py),
+        let route = |handler: &Py<PyAny>, websocket: bool| Route {
+            handler: handler.clone_ref(py),
             is_async: true,
-            stream_body: true,
-            websocket: false,
+            stream_body: !websocket,
+            websocket,
             pattern: PyString::intern(py, "").unbind(),
             param_names: Vec::new(),
-        });
+        };
+        self.hosted = Some(route(&asgi.app, false));
+        self.hosted_ws = asgi.websocket.as_ref().map(|entry| route(entry, true));
         self.asgi = Some(asgi);
     }
 
@@ -203,6 +207,7 @@ impl<C: Handle> Shared<C> {
             unmatched,
             asgi: None,
             hosted: None,
+            hosted_ws: None,
             routes: table,
             limits,
             server_line: config

@@ -271,11 +271,17 @@ class WebSocket:
         peer's close frame, then drops the connection. Before ``accept()`` it
         refuses the handshake with 403."""
         if not self._accepted:
-            if not self._decision.done():
-                self._decision.set_result(Response("WebSocket handshake refused", status=403))
+            self.refuse()
             return
         self._protocol.close(code, reason)
         await self._closed(_float(self.settings.close_timeout))
+
+    def refuse(self, answer: AnyResponse | None = None) -> None:
+        """Refuse the handshake with ``answer`` (403 by default); nothing once it
+        has been answered."""
+        if self._accepted or self._decision.done():
+            return
+        self._decision.set_result(answer or Response("WebSocket handshake refused", status=403))
 
     @property
     def close_code(self) -> int | None:

@@ -27,16 +27,23 @@ pub struct Asgi {
     pub root_path: String,
     /// The lifespan state: a shallow copy goes into every scope (`scope["state"]`).
     pub state: Option<Py<PyDict>>,
+    /// What the core calls for a WebSocket handshake (`veter.hosted.websocket`):
+    /// `entry(request, scope=...)`, answering as a `veter.App`'s WebSocket route
+    /// does. None: upgrades are served as plain HTTP requests.
+    pub websocket: Option<Py<PyAny>>,
 }
 
 impl Asgi {
-    /// From the `asgi=` argument of the `Dispatcher`: `(app, root_path, state)`.
+    /// From the `asgi=` argument of the `Dispatcher`:
+    /// `(app, root_path, state, websocket)`.
     pub fn from_spec(spec: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let (app, root_path, state): (Py<PyAny>, String, Option<Py<PyDict>>) = spec.extract()?;
+        type Spec = (Py<PyAny>, String, Option<Py<PyDict>>, Option<Py<PyAny>>);
+        let (app, root_path, state, websocket): Spec = spec.extract()?;
         Ok(Asgi {
             app,
             root_path,
             state,
+            websocket,
         })
     }
 }

@@ -86,6 +86,44 @@ pub fn http<'py>(
     Ok(scope)
 }
 
+/// The `websocket` scope of a handshake (ASGI WebSocket spec 2.4): the `http`
+/// scope's keys but `method`, the `ws`/`wss` scheme, the subprotocols the client
+/// offered, and the denial extension (`websocket.http.response`).
+pub fn websocket<'py>(
+    py: Python<'py>,
+    asgi: &Asgi,
+    request: &Request,
+    place: &Place<'_, 'py>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let scope = http(py, asgi, request, place)?;
+    scope.set_item(pyo3::intern!(py, "type"), pyo3::intern!(py, "websocket"))?;
+    scope.del_item(pyo3::intern!(py, "method"))?;
+    let scheme = if place.scheme == "https" { "wss" } else { "ws" };
+    scope.set_item(pyo3::intern!(py, "scheme"), scheme)?;
+    let version = PyDict::new(py);
+    version.set_item("version", "3.0")?;
+    version.set_item("spec_version", "2.4")?;
+    scope.set_item(pyo3::intern!(py, "asgi"), version)?;
+    let parts = &request.parts;
+    let head = &parts.buf.bind(py).as_bytes()[parts.base..];
+    let offered = PyList::empty(py);
+    for span in &parts.headers {
+        if head[span.name.clone()].eq_ignore_ascii_case(b"sec-websocket-protocol") {
+            for token in head[span.value.clone()].split(|&b| b == b',') {
+                let token = token.trim_ascii();
+                if !token.is_empty() {
+                    offered.append(PyString::new(py, &String::from_utf8_lossy(token)))?;
+                }
+            }
+        }
+    }
+    scope.set_item(pyo3::intern!(py, "subprotocols"), offered)?;
+    let extensions = PyDict::new(py);
+    extensions.set_item("websocket.http.response", PyDict::new(py))?;
+    scope.set_item(pyo3::intern!(py, "extensions"), extensions)?;
+    Ok(scope)
+}
+
 /// The method as a `str`; the common ones are interned (no new string).
 fn method<'py>(py: Python<'py>, raw: &[u8]) -> Bound<'py, PyString> {
     match raw {

@@ -71,7 +71,12 @@ impl Connection {
                 extra: None,
                 pattern: None,
             };
-            return self.call_handler(py, disp, hosted, parts, exchange, call, framing);
+            let route = match &disp.hosted_ws {
+                // A WebSocket handshake (see `Connection::process`).
+                Some(entry) if framing.upgrade => entry,
+                _ => hosted,
+            };
+            return self.call_handler(py, disp, route, parts, exchange, call, framing);
         }
         let (route, params) = match lookup {
             Lookup::Found { route, params } => {
@@ -158,10 +163,13 @@ impl Connection {
                 pattern,
             ),
         )?;
+        let mut kwargs = path_params.or(extra);
         if let Some(asgi) = &disp.asgi {
-            return self.call_asgi(py, disp, asgi, request, framing);
+            if !route.websocket {
+                return self.call_asgi(py, disp, asgi, request, framing);
+            }
+            kwargs = Some(self.websocket_scope(py, asgi, &request)?);
         }
-        let kwargs = path_params.or(extra);
         // The handler sees this request (current.rs): in the context when it runs as a
         // task, in the thread's slot when a plain `def` handler runs inline.
         let _current = CurrentRequest::for_handler(disp, route.is_async, request.bind(py))?;

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import time
 from collections.abc import Iterator
 
@@ -156,3 +157,19 @@ def test_large_upload_is_streamed(server: Proc, client: httpx.Client) -> None:
     r = client.post("/consume", content=body())
     assert r.json() == {"total": size}
     assert rss(worker) - before < 32 << 20
+
+
+def test_websocket_route(server: Proc, client: httpx.Client) -> None:
+    websockets = pytest.importorskip("websockets")
+
+    async def run() -> list[object]:
+        async with websockets.connect(f"ws://127.0.0.1:{server.port}/ws/lobby") as ws:
+            out = []
+            for i in range(3):
+                await ws.send(json.dumps({"n": i}))
+                out.append(json.loads(await ws.recv()))
+            await ws.close(1000)
+            return out
+
+    assert asyncio.run(run()) == [{"room": "lobby", "echo": {"n": i}} for i in range(3)]
+    wait_until(lambda: client.get("/seen").json()["ws_closed"] == 1000, 10)

@@ -8,6 +8,7 @@ exception handlers of veter's own are not used (the app has its own).
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -15,8 +16,10 @@ from veter import _core
 from veter.app import App
 from veter.config import ServerConfig
 from veter.exceptions import HTTPException
+from veter.hosted import websocket
 from veter.hosted.lifespan import AsgiCallable, Lifespan
 from veter.responses import Response
+from veter.websockets import WebSocketSettings, entry_for
 
 __all__ = ["AsgiApp"]
 
@@ -84,5 +87,11 @@ class AsgiApp(App):
             self.handle_error,
             config,
             access_log=access_log,
-            asgi=(self.asgi_app, config.root_path, state),
+            asgi=(self.asgi_app, config.root_path, state, self.websocket_entry()),
         )
+
+    def websocket_entry(self) -> Any:
+        """What the core calls for a WebSocket handshake: veter's WebSocket route
+        entry around the app (``veter.hosted.websocket``)."""
+        handler = functools.partial(websocket.serve, self.asgi_app)
+        return entry_for(handler, WebSocketSettings(), self._config, self.websockets)

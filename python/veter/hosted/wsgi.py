@@ -345,6 +345,10 @@ class WsgiApp(AsgiApp):
         super().__init__(self.bridge, **settings)
         self.wsgi_app = app
 
+    def websocket_entry(self) -> Any:
+        """None: WSGI has no WebSockets (an upgrade request is a plain request)."""
+        return None
+
     async def startup(self) -> None:
         """Starts the thread pool, then veter's own startup hooks (WSGI has no lifespan)."""
         self.bridge.start(self._serving_config.threads)

@@ -104,6 +104,51 @@ impl Connection {
     }
 
     /// The scope of `request` and its cycle (None: the connection is gone).
+    /// What a scope takes from the connection: the client (a trusted proxy's word
+    /// first), the server, the scheme.
+    fn scope_place<'a, 'py>(
+        &self,
+        py: Python<'py>,
+        req: &Request,
+        server: &'a Bound<'py, PyAny>,
+    ) -> PyResult<scope::Place<'a, 'py>> {
+        let client = match req.exchange.forwarded.as_ref().and_then(|f| f.client) {
+            // A trusted proxy named the client.
+            Some((ip, port)) => (ip.to_string(), port).into_pyobject(py)?.into_any(),
+            None => match &self.asgi_place {
+                Some((client, _)) => client.bind(py).clone(),
+                None => py.None().into_bound(py),
+            },
+        };
+        Ok(scope::Place {
+            client,
+            server,
+            scheme: req.scheme(),
+        })
+    }
+
+    /// `{"scope": ...}`: the `websocket` scope of a handshake, the keyword the
+    /// hosted app's WebSocket entry is called with.
+    pub(in crate::protocol) fn websocket_scope<'py>(
+        &self,
+        py: Python<'py>,
+        asgi: &Asgi,
+        request: &Py<Request>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let none = py.None().into_bound(py);
+        let server = self
+            .asgi_place
+            .as_ref()
+            .map_or(none, |(_, s)| s.bind(py).clone());
+        let place = self.scope_place(py, request.get(), &server)?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(
+            pyo3::intern!(py, "scope"),
+            scope::websocket(py, asgi, request.get(), &place)?,
+        )?;
+        Ok(kwargs)
+    }
+
     fn new_cycle<'py>(
         &self,
         py: Python<'py>,
@@ -115,20 +160,10 @@ impl Connection {
         let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
             return Ok(None);
         };
-        let Some((client, server)) = &self.asgi_place else {
+        let Some(server) = self.asgi_place.as_ref().map(|(_, s)| s.bind(py)) else {
             return Ok(None);
         };
-        let req = request.get();
-        let client = match req.exchange.forwarded.as_ref().and_then(|f| f.client) {
-            // A trusted proxy named the client.
-            Some((ip, port)) => (ip.to_string(), port).into_pyobject(py)?.into_any(),
-            None => client.bind(py).clone(),
-        };
-        let place = scope::Place {
-            client,
-            server: server.bind(py),
-            scheme: req.scheme(),
-        };
+        let place = self.scope_place(py, request.get(), server)?;
         let scope = scope::http(py, asgi, request.get(), &place)?;
         let cycle = Py::new(
             py,

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import BackgroundTasks, FastAPI, File, Form, Request, UploadFile
+from fastapi import BackgroundTasks, FastAPI, File, Form, Request, UploadFile, WebSocket, WebSocketDisconnect
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from pydantic import BaseModel
 
-seen: dict[str, Any] = {"background": 0, "disconnected": 0}
+seen: dict[str, Any] = {"background": 0, "disconnected": 0, "ws_closed": None}
 
 
 @asynccontextmanager
@@ -130,3 +130,14 @@ async def get_seen() -> dict[str, Any]:
 @app.get("/fail")
 async def fail() -> None:
     raise RuntimeError("the handler failed")
+
+
+@app.websocket("/ws/{room}")
+async def chat(websocket: WebSocket, room: str) -> None:
+    await websocket.accept()
+    try:
+        while True:
+            data = await websocket.receive_json()
+            await websocket.send_json({"room": room, "echo": data})
+    except WebSocketDisconnect as exc:
+        seen["ws_closed"] = exc.code
