@@ -159,6 +159,14 @@ impl BodyStream {
         }
     }
 
+    /// The HTTP error the body ended with (status, reason), if it failed.
+    pub fn failure(&self) -> Option<(u16, String)> {
+        match &self.locked().end {
+            End::Failed(status, reason) => Some((*status, reason.clone())),
+            _ => None,
+        }
+    }
+
     pub fn is_open(&self) -> bool {
         matches!(self.locked().end, End::Open)
     }
@@ -317,16 +325,15 @@ pub fn disconnect_message(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyD
     Ok(message)
 }
 
-/// What `receive` gives at the end of the body: its last (empty) message, a
-/// disconnect when the client left, or the body's HTTP error.
+/// What `receive` gives at the end of the body: its last (empty) message, or a
+/// disconnect when the client left or the body failed.
 fn last_message<'py>(py: Python<'py>, end: &End) -> PyResult<Bound<'py, PyAny>> {
     match end {
         End::Open | End::Done => {
             Ok(request_message(py, PyBytes::new(py, b"").into_any(), false)?.into_any())
         }
-        End::Gone => Ok(disconnect_message(py)?.into_any()),
-        End::Failed(..) => Err(end_error(py, end).unwrap_or_else(|| {
-            pyo3::exceptions::PyRuntimeError::new_err("the request body failed")
-        })),
+        // A failed body (over the size limit, badly chunked, too slow) is answered
+        // by the server (`Connection::asgi_body_failed`): the app sees the client go.
+        End::Gone | End::Failed(..) => Ok(disconnect_message(py)?.into_any()),
     }
 }

@@ -77,11 +77,21 @@ pub struct Running {
     core_answer: bool,
 }
 
+/// How the transport ends, when it does.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+enum Closing {
+    #[default]
+    No,
+    Close,
+    /// Half-close and linger (`Connection::linger`).
+    HalfClose,
+}
+
 /// What to do with the transport once the connection is no longer borrowed.
 #[derive(Default)]
 struct Actions {
     write: Option<Py<PyBytes>>,
-    close: bool,
+    close: Closing,
     pause_reading: bool,
     resume_reading: bool,
     /// A streamed response reached the front: its object and whether to send a body.
@@ -114,6 +124,11 @@ pub struct Connection {
     asgi_place: Option<(Py<PyAny>, Py<PyAny>)>,
     /// The requests of a hosted ASGI app still running (told when the client leaves).
     cycles: Vec<Py<asgi::Cycle>>,
+    /// Half-closed by the server, reading and dropping until the client closes
+    /// too, this instant passes or this many more bytes came (`linger`).
+    lingering: Option<(Instant, usize)>,
+    /// The client has half-closed (`eof_received`): nothing more will come.
+    input_ended: bool,
     /// Requests dispatched on this connection.
     served: u64,
     /// When the loop iteration that read the current bytes began (queue timeout).
@@ -176,6 +191,8 @@ impl Connection {
             self_ref: None,
             asgi_place: None,
             cycles: Vec::new(),
+            lingering: None,
+            input_ended: false,
             served: 0,
             batch_start: now,
             sock: None,
@@ -266,7 +283,11 @@ impl Connection {
                 }
                 Event::Upload { bytes } => self.feed_upload(py, bytes),
                 Event::UploadEnd { bytes, end, upload } => {
+                    let stream = upload.stream.clone_ref(py);
                     Self::end_upload(py, bytes, &end, upload);
+                    if end.is_err() && disp.asgi.is_some() {
+                        self.asgi_body_failed(py, &stream);
+                    }
                 }
                 Event::Queued => {
                     // Every handler slot of this worker is taken: wait in line.
@@ -441,11 +462,37 @@ impl Connection {
         });
         Actions {
             write,
-            close: actions.close,
+            close: if actions.close {
+                Closing::Close
+            } else {
+                Closing::No
+            },
             pause_reading: actions.pause_reading,
             resume_reading: actions.resume_reading,
             start_stream: actions.start_stream,
         }
+    }
+
+    /// The server closes this connection: whether to half-close instead and keep
+    /// reading (and dropping) for `linger_timeout`. A client still sending its
+    /// request (a body over the limit, an answer given before the body was read)
+    /// would otherwise get a reset, which makes its kernel drop the answer unread.
+    fn linger(&mut self, py: Python<'_>) -> bool {
+        let Some(limit) = self.disp.linger else {
+            return false;
+        };
+        if self.lingering.is_some() || self.input_ended {
+            return false;
+        }
+        let half_closes = self.transport.as_ref().is_some_and(|t| {
+            t.call_method0(py, "can_write_eof")
+                .and_then(|v| v.is_truthy(py))
+                .unwrap_or(false)
+        });
+        if half_closes {
+            self.lingering = Some((Instant::now() + limit.time, limit.bytes));
+        }
+        half_closes
     }
 
     fn perform(
@@ -458,7 +505,10 @@ impl Connection {
             write.call1(py, (bytes,))?;
         }
         if let Some(t) = transport {
-            if actions.close {
+            if actions.close == Closing::HalfClose {
+                t.call_method0(py, "write_eof")?;
+                t.call_method0(py, "resume_reading")?;
+            } else if actions.close == Closing::Close {
                 t.call_method0(py, "close")?;
             } else if actions.pause_reading {
                 t.call_method0(py, "pause_reading")?;
@@ -478,8 +528,14 @@ impl Connection {
         let (transport, write, mut actions) = {
             let mut this = slf.borrow_mut();
             f(&mut this, py)?;
-            let actions = this.collect(py);
-            let transport = if actions.close || actions.pause_reading || actions.resume_reading {
+            let mut actions = this.collect(py);
+            if actions.close == Closing::Close && this.linger(py) {
+                actions.close = Closing::HalfClose;
+            }
+            let transport = if actions.close != Closing::No
+                || actions.pause_reading
+                || actions.resume_reading
+            {
                 this.transport.as_ref().map(|t| t.clone_ref(py))
             } else {
                 None

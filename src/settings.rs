@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::http1::limits::Limits;
-use crate::timeouts::{self, Timeouts};
+use crate::timeouts::{self, Linger, Timeouts};
 
 /// One field per `ServerConfig` attribute the core needs, by the same name.
 #[derive(FromPyObject)]
@@ -18,6 +18,8 @@ pub struct ServerSettings {
     pub body_timeout: f64,
     pub write_timeout: f64,
     pub request_timeout: f64,
+    pub linger_timeout: f64,
+    pub linger_bytes: usize,
     pub max_concurrency: usize,
     pub max_connections: usize,
     pub queue_timeout: f64,
@@ -55,6 +57,16 @@ impl ServerSettings {
         })
     }
 
+    /// The lingering close, or None (a closing connection closes at once).
+    pub fn linger(&self) -> PyResult<Option<Linger>> {
+        let time = timeouts::seconds("linger_timeout", self.linger_timeout, true)
+            .map_err(PyValueError::new_err)?;
+        Ok(time.filter(|_| self.linger_bytes > 0).map(|time| Linger {
+            time,
+            bytes: self.linger_bytes,
+        }))
+    }
+
     /// The parser's limits.
     pub fn limits(&self) -> PyResult<Limits> {
         if self.max_chunk_count == 0 {
@@ -85,6 +97,8 @@ mod tests {
             body_timeout: 30.0,
             write_timeout: 30.0,
             request_timeout: 60.0,
+            linger_timeout: 2.0,
+            linger_bytes: 4 << 20,
             max_concurrency: 0,
             max_connections: 0,
             queue_timeout: 0.0,

@@ -82,6 +82,8 @@ pub struct Shared<C> {
     /// `Server: <value>\r\n`, or empty when the header is off.
     pub server_line: Vec<u8>,
     pub timeouts: Timeouts,
+    /// The lingering close (None: off).
+    pub linger: Option<crate::timeouts::Linger>,
     pub max_pipelined: usize,
     pub app: Py<PyAny>,
     pub error_handler: Py<PyAny>,
@@ -147,6 +149,7 @@ impl<C: Handle> Shared<C> {
         unmatched: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let timeouts = config.timeouts()?;
+        let linger = config.linger()?;
         let queue_timeout = timeouts::seconds("queue_timeout", config.queue_timeout, true)
             .map_err(PyValueError::new_err)?;
         let limits = config.limits()?;
@@ -214,6 +217,7 @@ impl<C: Handle> Shared<C> {
                 .server_header
                 .map_or_else(Vec::new, |h| format!("Server: {h}\r\n").into_bytes()),
             timeouts,
+            linger,
             max_pipelined: config.max_pipelined,
             app,
             error_handler,

@@ -22,6 +22,15 @@ pub struct Timeouts {
     pub request: Option<Duration>,
 }
 
+/// How long, and for how many bytes, a connection the server closes keeps reading
+/// (and dropping) what the client still sends after a half-close, so that the
+/// client reads the last answer instead of a reset (`Connection::linger`).
+#[derive(Debug, Clone, Copy)]
+pub struct Linger {
+    pub time: Duration,
+    pub bytes: usize,
+}
+
 /// Converts a setting in seconds; 0 means "no limit" where `allow_off` says so.
 pub fn seconds(name: &str, value: f64, allow_off: bool) -> Result<Option<Duration>, String> {
     if value.is_finite() && value > 0.0 {

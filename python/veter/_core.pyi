@@ -261,7 +261,8 @@ class Dispatcher:
         access_log_skip: list[str] = ...,
         eager_tasks: bool | None = None,
         unmatched: Callable[..., Awaitable[Any]] | None = None,
-        asgi: tuple[Callable[..., Awaitable[None]], str, dict[str, Any], Callable[..., Any] | None] | None = None,
+        asgi: tuple[Callable[..., Awaitable[None]], str, dict[str, Any], Callable[..., Any] | None]
+        | None = None,
     ) -> Dispatcher: ...
     def __call__(self, *args: object, **kwargs: object) -> Connection:
         """The protocol factory (takes no arguments)."""

@@ -53,6 +53,17 @@ class ServerConfig:
         "A handler's deadline in seconds: its task is cancelled and the client gets 504 (0: none).",
         ge=0,
     )
+    linger_timeout: float = setting(
+        2.0,
+        "Seconds a connection the server closes keeps reading (and dropping) what the client still "
+        "sends, so that the client reads the last answer (a 413, a 400) instead of a reset (0: close at once).",
+        ge=0,
+    )
+    linger_bytes: int = setting(
+        4 << 20,
+        "Bytes a closing connection reads and drops (linger_timeout) before it closes anyway (0: none).",
+        ge=0,
+    )
     max_concurrency: int = setting(
         0, "Handlers in flight per worker; above it the worker stops reading new requests (0: no cap).", ge=0
     )

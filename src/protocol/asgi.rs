@@ -110,6 +110,25 @@ impl Cycle {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether `stream` is this request's body.
+    fn reads(&self, stream: &Py<BodyStream>) -> bool {
+        self.locked().body.as_ref().is_some_and(|b| b.is(stream))
+    }
+
+    /// The server answers in the app's stead (its body failed): what the app sends
+    /// from now on goes nowhere. The request's slot, if the app had not answered.
+    fn take_over(&self) -> Option<u64> {
+        let mut state = self.locked();
+        state.ending = Ending::Gone;
+        match state.reply {
+            Reply::Idle | Reply::Started(_) => {
+                state.reply = Reply::Done;
+                state.seq
+            }
+            Reply::Streaming | Reply::Done => None,
+        }
+    }
+
     /// The framing of the answer: closing when the app asked for it, when the
     /// server drains, or when the body was not read to its end.
     fn framing(&self, py: Python<'_>, head: &Head) -> Framing {

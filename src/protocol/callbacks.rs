@@ -76,6 +76,16 @@ impl Connection {
 
     fn data_received(slf: &Bound<'_, Self>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
         Self::with_borrow(slf, |this, py| {
+            if let Some((_, left)) = &mut this.lingering {
+                // Closing: what the client still sends is dropped, up to a budget.
+                *left = left.saturating_sub(data.as_bytes().len());
+                if *left == 0 {
+                    if let Some(t) = &this.transport {
+                        t.call_method0(py, "close")?;
+                    }
+                }
+                return Ok(());
+            }
             let now = Instant::now();
             this.set_clock(now, std::time::SystemTime::now());
             if let (Some(lp), Some(marker)) = (&this.event_loop, &this.end_iteration) {
@@ -117,6 +127,10 @@ impl Connection {
         let mut keep_open = false;
         let mut cycles = Vec::new();
         Self::with_borrow(slf, |this, py| {
+            this.input_ended = true;
+            if this.lingering.is_some() {
+                return Ok(()); // the client has read the answer and closed: close too
+            }
             // The client sent everything it will send. Answer what is in flight, then
             // close; an incomplete request is dropped.
             keep_open = this.core.end_of_input();

@@ -23,6 +23,17 @@ impl Connection {
             let Ok(mut this) = slf.try_borrow_mut() else {
                 return Ok(false);
             };
+            if let Some((until, _)) = this.lingering {
+                if now < until {
+                    return Ok(false);
+                }
+                let transport = this.transport.as_ref().map(|tr| tr.clone_ref(py));
+                drop(this);
+                if let Some(transport) = transport {
+                    transport.call_method0(py, "close")?;
+                }
+                return Ok(true);
+            }
             let tick = this.core.tick(now, t);
             if tick == Tick::Abort {
                 // The client stopped reading: drop it and what it has not read.

@@ -102,6 +102,9 @@ impl Connection {
                 Some((408, "request body not received in time".to_owned())),
             );
             self.core.stop_after_response();
+            if self.disp.asgi.is_some() {
+                self.asgi_body_failed(py, &stream);
+            }
         }
     }
 }

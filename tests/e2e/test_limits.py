@@ -120,6 +120,36 @@ def test_an_oversized_body_is_refused_before_it_is_read(serve: Serve) -> None:
         assert wait_closed(sock) == b""
 
 
+@pytest.mark.parametrize("framing", ["chunked", "length"])
+def test_a_refused_upload_reaches_the_client_that_sends_first_and_reads_after(
+    serve: Serve, framing: str
+) -> None:
+    # As most clients do: the whole body is written before the answer is read. The
+    # server refuses early and half-closes, reading and dropping the rest (lingering),
+    # so the 413 arrives instead of a reset that would discard it.
+    server = serve(make_app(), max_body_bytes=1024)
+    body = b"z" * (2 << 20)
+    if framing == "chunked":
+        head = b"POST /upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+        payload = head + b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"
+    else:
+        payload = b"POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    for _ in range(20):
+        with server.connect() as sock:
+            sock.sendall(payload)
+            answer = wait_closed(sock)
+        assert answer.startswith(b"HTTP/1.1 413 "), answer[:80]
+
+
+def test_linger_off_closes_at_once(serve: Serve) -> None:
+    server = serve(make_app(), max_body_bytes=1024, linger_timeout=0)
+    with server.connect() as sock:
+        sock.sendall(b"POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n")
+        (resp,), _ = read_responses(sock, 1)
+        assert resp.status == 413
+        assert wait_closed(sock) == b""
+
+
 def rss() -> int:
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * 4096

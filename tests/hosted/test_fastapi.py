@@ -173,3 +173,21 @@ def test_websocket_route(server: Proc, client: httpx.Client) -> None:
 
     assert asyncio.run(run()) == [{"room": "lobby", "echo": {"n": i}} for i in range(3)]
     wait_until(lambda: client.get("/seen").json()["ws_closed"] == 1000, 10)
+
+
+def test_chunked_body_over_the_limit_is_the_servers_413() -> None:
+    # Starlette would turn an exception from receive() into its own 500: the server
+    # answers 413 itself and the app sees the client go (http.disconnect).
+    proc = Proc(["run", APP, "--single-process", "--port", "0", "--max-body-bytes", "1000"])
+    try:
+        proc.wait_ready()
+
+        def body() -> Iterator[bytes]:
+            for _ in range(10):
+                yield b"x" * 500
+
+        with httpx.Client(base_url=f"http://127.0.0.1:{proc.port}", timeout=10) as c:
+            assert c.post("/consume", content=body()).status_code == 413
+            assert c.post("/consume", content=b"y" * 900).json() == {"total": 900}
+    finally:
+        proc.close()

@@ -294,6 +294,35 @@ impl Connection {
         }
     }
 
+    /// A hosted app's request body failed (over `max_body_bytes`, badly chunked,
+    /// too slow): the server answers with its status, as for a `veter.App`, and the
+    /// app's `receive` gives `http.disconnect` (frameworks would turn an exception
+    /// there into their own 500).
+    pub(in crate::protocol) fn asgi_body_failed(
+        &mut self,
+        py: Python<'_>,
+        stream: &Py<BodyStream>,
+    ) {
+        let Some((status, reason)) = stream.get().failure() else {
+            return;
+        };
+        let Some(cycle) = self.cycles.iter().find(|c| c.get().reads(stream)) else {
+            return;
+        };
+        let cycle = cycle.clone_ref(py);
+        let cycle = cycle.get();
+        let Some(seq) = cycle.take_over() else {
+            return; // the answer is streaming: the connection closes after it
+        };
+        let err = match crate::pyrefs::get(py)
+            .and_then(|refs| refs.http_exception.bind(py).call1((status, reason)))
+        {
+            Ok(exc) => PyErr::from_value(exc),
+            Err(err) => err,
+        };
+        self.asgi_failed(py, Some(seq), &cycle.request, err, cycle.framing);
+    }
+
     /// The app ended without answering: a 500 in its place (unless its deadline's
     /// 504 is there already).
     pub(super) fn asgi_failed(

@@ -62,6 +62,9 @@ async def pieces(scope: Any, receive: Any, send: Any) -> None:
     sizes = []
     while True:
         message = await receive()
+        if message["type"] == "http.disconnect":
+            events.append(f"pieces: disconnect after {sum(sizes)} bytes")
+            return
         sizes.append(len(message["body"]))
         if not message.get("more_body"):
             break
