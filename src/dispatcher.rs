@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyString};
 
 use crate::logfile::LogFile;
+use crate::metrics::Label;
 use crate::protocol::Connection;
 use crate::settings::ServerSettings;
 use crate::shared::{RouteSpec, Shared};
@@ -125,22 +126,13 @@ impl Dispatcher {
         let Some(metrics) = &self.shared.metrics else {
             return Ok(None);
         };
-        let raw = metrics.snapshot(py)?;
-        let out = PyList::empty(py);
-        for item in raw.iter() {
-            let (route, statuses, buckets, sum, count): (
-                Option<usize>,
-                Bound<'_, PyAny>,
-                Bound<'_, PyAny>,
-                f64,
-                u64,
-            ) = item.extract()?;
-            let pattern = route
-                .and_then(|r| self.shared.routes.get(r))
-                .map(|r| r.pattern.clone_ref(py));
-            out.append((pattern, statuses, buckets, sum, count))?;
-        }
-        Ok(Some(out))
+        let routes = &self.shared.routes;
+        let snapshot = metrics.snapshot(py, |label| match label {
+            Label::Route(r) => routes.get(r).map(|r| r.pattern.bind(py).clone().into_any()),
+            Label::Unmatched => None,
+            Label::Named(name) => Some(PyString::new(py, name).into_any()),
+        })?;
+        Ok(Some(snapshot))
     }
 
     /// The access log's file, or None when the access log is off.

@@ -321,6 +321,10 @@ impl Connection {
         let disp = &*disp_ref;
         let lookup = route_for(&disp.router, &data[start..], &head.method, &path);
         let (websocket, stream_body) = match &lookup {
+            Lookup::Found { route, .. } => {
+                let route = &disp.routes[*route];
+                (route.websocket, route.stream_body)
+            }
             // A hosted ASGI app reads every body as it arrives (`receive`); its
             // WebSocket handshakes go to the WebSocket entry, when it has one.
             _ if disp.asgi.is_some() => (
@@ -329,10 +333,6 @@ impl Connection {
                     && request::upgrades_to_websocket(&data[start..], &head.headers),
                 true,
             ),
-            Lookup::Found { route, .. } => {
-                let route = &disp.routes[*route];
-                (route.websocket, route.stream_body)
-            }
             _ => (false, false),
         };
         // The body is decided before the request's parts exist, so `parts` is built

@@ -6,6 +6,7 @@
 //! and the rest on first access, caching each one.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use pyo3::prelude::*;
@@ -26,23 +27,29 @@ pub struct Exchange {
     pub id_start: usize,
     /// When the request was routed (None when nothing measures it).
     pub started: Option<Instant>,
-    /// The router's index of the route that matched (None: no route).
-    pub route: Option<usize>,
+    /// The router's index of the route that matched, or the metrics slot a hosted
+    /// app's answer counts in (`set_route`); `NO_ROUTE`: none.
+    pub route: AtomicUsize,
     /// What trusted proxy headers said (None: no proxy, or none believed).
     pub forwarded: Option<Box<Forwarded>>,
     /// The connection came over TLS.
     pub secure: bool,
 }
 
+/// `Exchange::route` when no route matched.
+pub const NO_ROUTE: usize = usize::MAX;
+
 impl Exchange {
-    pub const NONE: Exchange = Exchange {
-        id_line: Vec::new(),
-        id_start: 0,
-        started: None,
-        route: None,
-        forwarded: None,
-        secure: false,
-    };
+    /// The route (or metrics slot) the request's answer counts in.
+    pub fn route(&self) -> Option<usize> {
+        let route = self.route.load(Ordering::Relaxed);
+        (route != NO_ROUTE).then_some(route)
+    }
+
+    /// Counts the answer in `route` (the request itself is shared, hence atomic).
+    pub fn set_route(&self, route: usize) {
+        self.route.store(route, Ordering::Relaxed);
+    }
 
     /// The request id, or "" when ids are off.
     pub fn id(&self) -> &str {

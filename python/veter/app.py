@@ -287,16 +287,7 @@ class App:
         config = config or self.config
         self._serving_config = config
         self._frozen = True
-        table: list[Endpoint] = []
-        for route in self._routes:
-            serving = route
-            if route.websocket:
-                entry = entry_for(route.handler, self._ws_settings[id(route)], self._config, self.websockets)
-                serving = dataclasses.replace(route, handler=entry)
-            target, is_async = compose(serving, self._middleware, self.handle_error)
-            table.append(
-                Endpoint(route.methods, route.path, target, is_async, route.stream_body, route.websocket)
-            )
+        table = self._endpoints()
         skip = [] if config.access_log_health else [r.path for r in self._routes if r.name in PROBE_ROUTES]
         # Requests no route takes go to Python only when the app has something to say
         # about them; else the core answers 404/405 itself.
@@ -317,6 +308,20 @@ class App:
             access_log_skip=skip,
             unmatched=unmatched,
         )
+
+    def _endpoints(self) -> list[Endpoint]:
+        """The routes as the core takes them: handlers inside the middleware."""
+        table: list[Endpoint] = []
+        for route in self._routes:
+            serving = route
+            if route.websocket:
+                entry = entry_for(route.handler, self._ws_settings[id(route)], self._config, self.websockets)
+                serving = dataclasses.replace(route, handler=entry)
+            target, is_async = compose(serving, self._middleware, self.handle_error)
+            table.append(
+                Endpoint(route.methods, route.path, target, is_async, route.stream_body, route.websocket)
+            )
+        return table
 
     def _config(self) -> ServerConfig:
         return self._serving_config

@@ -123,12 +123,8 @@ class Server:
                 else functools.partial(loop.call_soon, flush)
             )
             self.access_log.set_scheduler(schedule)
-        routed = not self.app.hosted  # a hosted app has its own routes, and all paths
-        if (
-            self.config.metrics_path
-            and routed
-            and not any(r.name == "veter.metrics" for r in self.app.routes)
-        ):
+        # A hosted app's metrics path is veter's too: the app never sees it.
+        if self.config.metrics_path and not any(r.name == "veter.metrics" for r in self.app.routes):
             metrics.mount(self.app, self.config.metrics_path, self)
         self.dispatcher = self.app.build_dispatcher(self.config, access_log=self.access_log)
         loop.set_exception_handler(self._on_loop_error)

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pyo3::exceptions::{PyConnectionResetError, PyRuntimeError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 use super::stream::{Plan, StreamWriter};
 use super::{Connection, Shared};
@@ -101,6 +101,9 @@ pub struct Cycle {
     conn: Py<Connection>,
     disp: Arc<Shared>,
     request: Py<Request>,
+    /// The scope, kept when metrics are on: the app's router may name the path
+    /// template there (`scope["route"].path`, as `Starlette` and `FastAPI` do).
+    scope: Option<Py<PyDict>>,
     framing: Framing,
     state: Mutex<State>,
 }
@@ -108,6 +111,27 @@ pub struct Cycle {
 impl Cycle {
     fn locked(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts the answer under the path template the app's router matched, when
+    /// it tells (`scope["route"].path`); else it stays under the method.
+    fn count_in_template(&self, py: Python<'_>) {
+        let (Some(scope), Some(metrics)) = (&self.scope, &self.disp.metrics) else {
+            return;
+        };
+        let template = scope
+            .bind(py)
+            .get_item(pyo3::intern!(py, "route"))
+            .ok()
+            .flatten()
+            .and_then(|route| route.getattr(pyo3::intern!(py, "path")).ok())
+            .and_then(|path| path.extract::<String>().ok());
+        if let Some(template) = template {
+            self.request
+                .get()
+                .exchange
+                .set_route(metrics.named(&template));
+        }
     }
 
     /// Whether `stream` is this request's body.
@@ -486,6 +510,8 @@ impl Cycle {
             Kind::Start => match state.reply {
                 Reply::Idle => {
                     state.reply = Reply::Started(reply::start(message)?);
+                    drop(state);
+                    slf.get().count_in_template(py);
                     done(py)
                 }
                 Reply::Done => Err(PyRuntimeError::new_err(

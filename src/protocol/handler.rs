@@ -36,7 +36,7 @@ impl Connection {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.served += 1;
         self.note_framing(framing);
-        let mut exchange = self.exchange_for(py, parts.get());
+        let exchange = self.exchange_for(py, parts.get());
         if disp.overload.queue_timeout.is_some() {
             let since = self.core.waiting_since.unwrap_or(self.batch_start);
             if disp
@@ -65,7 +65,8 @@ impl Connection {
                 return Ok(());
             }
         }
-        if let Some(hosted) = &disp.hosted {
+        // A hosted app gets every request but those of veter's own routes (metrics).
+        if let (Some(hosted), false) = (&disp.hosted, matches!(lookup, Lookup::Found { .. })) {
             let call = Call {
                 path_params: None,
                 extra: None,
@@ -80,7 +81,7 @@ impl Connection {
         }
         let (route, params) = match lookup {
             Lookup::Found { route, params } => {
-                exchange.route = Some(route);
+                exchange.set_route(route);
                 (&disp.routes[route], params)
             }
             Lookup::NotFound => {
@@ -165,10 +166,16 @@ impl Connection {
         )?;
         let mut kwargs = path_params.or(extra);
         if let Some(asgi) = &disp.asgi {
-            if !route.websocket {
+            if disp.hosted.as_ref().is_some_and(|h| std::ptr::eq(h, route)) {
                 return self.call_asgi(py, disp, asgi, request, framing);
             }
-            kwargs = Some(self.websocket_scope(py, asgi, &request)?);
+            if disp
+                .hosted_ws
+                .as_ref()
+                .is_some_and(|w| std::ptr::eq(w, route))
+            {
+                kwargs = Some(self.websocket_scope(py, asgi, &request)?);
+            }
         }
         // The handler sees this request (current.rs): in the context when it runs as a
         // task, in the thread's slot when a plain `def` handler runs inline.

@@ -26,7 +26,7 @@ impl Connection {
             id_line,
             id_start,
             started: Some(self.core.last_activity),
-            route: None,
+            route: std::sync::atomic::AtomicUsize::new(request::NO_ROUTE),
             forwarded: if self.proxied {
                 Self::forwarded(disp, py, parts)
             } else {
@@ -70,7 +70,7 @@ impl Connection {
             .started
             .map_or_else(Default::default, |s| now.saturating_duration_since(s));
         if let Some(metrics) = &disp.metrics {
-            metrics.observe(exchange.route, sent.status, took);
+            metrics.observe(exchange.route(), sent.status, took);
         }
         let Some(access) = &disp.access else {
             return;

@@ -191,3 +191,23 @@ def test_chunked_body_over_the_limit_is_the_servers_413() -> None:
             assert c.post("/consume", content=b"y" * 900).json() == {"total": 900}
     finally:
         proc.close()
+
+
+def test_metrics_by_path_template() -> None:
+    # The worker's figures at veter's metrics path (the app never sees it): by the
+    # template FastAPI's router matched, else by method.
+    proc = Proc(["run", APP, "--workers", "1", "--port", "0", "--metrics-path", "/metrics"])
+    try:
+        proc.wait_ready()
+        with httpx.Client(base_url=f"http://127.0.0.1:{proc.port}", timeout=10) as c:
+            for i in range(3):
+                assert c.get(f"/items/{i}").status_code == 200
+            assert c.post("/items", json={"name": "x"}).status_code == 422
+            assert c.get("/missing").status_code == 404
+            text = c.get("/metrics").text
+    finally:
+        proc.close()
+    assert 'veter_requests_total{route="/items/{item_id}",status="200"} 3' in text, text
+    assert 'route="/items",status="422"' in text, text
+    assert 'route="GET",status="404"' in text, text
+    assert 'veter_request_duration_seconds_count{route="/items/{item_id}"' in text, text

@@ -39,7 +39,10 @@ class AsgiApp(App):
         self._lifespan: Lifespan | None = None
 
     def add_route(self, *args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("a hosted ASGI app has its own routes: add them to it, not to veter")
+        """Only veter's own (``/metrics``): the app has its own routes."""
+        if str(kwargs.get("name") or "").startswith("veter."):
+            return super().add_route(*args, **kwargs)
+        raise RuntimeError(f"a hosted {self.interface} app has its own routes: add them to it, not to veter")
 
     async def startup(self) -> None:
         """The app's lifespan startup, then veter's own startup hooks."""
@@ -82,7 +85,7 @@ class AsgiApp(App):
         self._frozen = True
         state = self._lifespan.state if self._lifespan is not None else {}
         return _core.Dispatcher(
-            [],
+            self._endpoints(),  # veter's own (the metrics path), taken before the app
             self,
             self.handle_error,
             config,

@@ -165,12 +165,24 @@ impl Connection {
         };
         let place = self.scope_place(py, request.get(), server)?;
         let scope = scope::http(py, asgi, request.get(), &place)?;
+        let watched = match &self.disp.metrics {
+            Some(metrics) => {
+                // Counted by method, unless the app's router names a template (`send`).
+                let req = request.get();
+                let head = &req.parts.buf.bind(py).as_bytes()[req.parts.base..];
+                let method = String::from_utf8_lossy(&head[req.parts.method.clone()]);
+                req.exchange.set_route(metrics.named(&method));
+                Some(scope.clone().unbind())
+            }
+            None => None,
+        };
         let cycle = Py::new(
             py,
             Cycle {
                 conn,
                 disp: self.disp.clone(),
                 request: request.clone_ref(py),
+                scope: watched,
                 framing,
                 state: Mutex::new(State {
                     body,
