@@ -3,7 +3,8 @@
 A timer on the loop records each turn; a watchdog thread notices when the loop has
 not turned for longer than the threshold, takes the loop thread's stack at that
 moment (the code that is blocking, not the code that runs after), and names the
-route whose handler is on it. The loop's lag (how late its timer fired) is kept as
+route whose handler is on it (for a hosted ASGI app: the request whose scope is on
+it, by method and path, and the template its router matched). The loop's lag (how late its timer fired) is kept as
 a figure for metrics.
 """
 
@@ -113,8 +114,22 @@ class LagMonitor:
 
     def _route_on(self, frame: FrameType | None) -> str | None:
         while frame is not None:
-            route = self._routes.get(frame.f_code)
+            route = self._routes.get(frame.f_code) or _asgi_request_on(frame)
             if route is not None:
                 return route
             frame = frame.f_back
         return None
+
+
+def _asgi_request_on(frame: FrameType) -> str | None:
+    """``GET /items/3 (/items/{item_id})`` when ``frame`` is an ASGI callable's (it
+    has a ``scope`` argument that is an http or websocket scope)."""
+    code = frame.f_code
+    if "scope" not in code.co_varnames[: code.co_argcount]:
+        return None
+    scope = frame.f_locals.get("scope")
+    if not isinstance(scope, dict) or scope.get("type") not in ("http", "websocket"):
+        return None
+    text = f"{scope.get('method', 'WEBSOCKET')} {scope.get('path', '?')}"
+    template = getattr(scope.get("route"), "path", None)
+    return f"{text} ({template})" if isinstance(template, str) else text

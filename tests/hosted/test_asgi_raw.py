@@ -308,3 +308,9 @@ def test_ipv6_scope_addresses_are_pairs() -> None:
         assert scope["server"] == ["::1", port]
     finally:
         proc.close()
+
+
+def test_lag_monitor_names_the_blocking_request(server: Proc, client: httpx.Client) -> None:
+    mark = server.mark()
+    assert client.get("/block").text == "blocked"
+    server.wait_for(r"event loop blocked for more than \d+ ms by route GET /block;", start=mark)

@@ -211,3 +211,11 @@ def test_metrics_by_path_template() -> None:
     assert 'route="/items",status="422"' in text, text
     assert 'route="GET",status="404"' in text, text
     assert 'veter_request_duration_seconds_count{route="/items/{item_id}"' in text, text
+
+
+def test_lag_monitor_names_the_request_and_its_template(server: Proc, client: httpx.Client) -> None:
+    mark = server.mark()
+    assert client.get("/block/1").json() == {"blocked": 1}
+    server.wait_for(
+        r"event loop blocked for more than \d+ ms by route GET /block/1 \(/block/\{n\}\);", start=mark
+    )

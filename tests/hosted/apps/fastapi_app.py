@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -141,3 +142,9 @@ async def chat(websocket: WebSocket, room: str) -> None:
             await websocket.send_json({"room": room, "echo": data})
     except WebSocketDisconnect as exc:
         seen["ws_closed"] = exc.code
+
+
+@app.get("/block/{n}")
+async def block(n: int) -> dict[str, int]:
+    time.sleep(0.4)  # noqa: ASYNC251 - blocks the loop on purpose: the lag monitor names it
+    return {"blocked": n}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 events: list[str] = []
@@ -97,6 +98,11 @@ async def sized_stream(scope: Any, receive: Any, send: Any) -> None:
 async def slow(scope: Any, receive: Any, send: Any) -> None:
     await asyncio.sleep(0.05)
     await text(send, b"slow", status=201)
+
+
+async def block(scope: Any, receive: Any, send: Any) -> None:
+    time.sleep(0.4)  # noqa: ASYNC251 - blocks the loop on purpose: the lag monitor names it
+    await text(send, b"blocked")
 
 
 async def boom(scope: Any, receive: Any, send: Any) -> None:
@@ -209,6 +215,7 @@ ROUTES = {
     "/stream": stream,
     "/sized-stream": sized_stream,
     "/slow": slow,
+    "/block": block,
     "/boom": boom,
     "/boom-after-start": boom_after_start,
     "/boom-mid-stream": boom_mid_stream,
