@@ -20,6 +20,7 @@ are ``veter.websockets``'. This module only translates: the app's ``receive`` an
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -50,13 +51,16 @@ class _Socket:
         self.closed: WebSocketDisconnect | None = None
         self.denial: tuple[int, list[tuple[str, str]]] | None = None
         self.denial_body: list[bytes] = []
+        #: Set once the handshake is answered (accepted or refused): a receive()
+        #: made before it waits (Quart receives while its handler has yet to accept).
+        self.answered = asyncio.Event()
 
     async def receive(self) -> Message:
         if not self.told_connect:
             self.told_connect = True
             return {"type": "websocket.connect"}
         if self.closed is None and not self.accepted:
-            raise RuntimeError("ASGI receive() on a WebSocket that is neither accepted nor closed")
+            await self.answered.wait()
         if self.closed is None:
             try:
                 data = await self.ws.receive()
@@ -92,6 +96,8 @@ class _Socket:
             await self.ws.accept(message.get("subprotocol"), headers)
         except WebSocketDisconnect as exc:
             self.closed = exc
+        finally:
+            self.answered.set()
 
     async def _send_data(self, message: Message) -> None:
         if not self.accepted:
@@ -117,6 +123,7 @@ class _Socket:
             if self.denial is not None:
                 raise RuntimeError("ASGI websocket.close during a denial response")
             self.closed = WebSocketDisconnect(1006, "the handshake was refused")
+            self.answered.set()
             await self.ws.close()  # before accepting: 403
             return
         if self.closed is not None:
@@ -143,6 +150,7 @@ class _Socket:
         if not message.get("more_body"):
             status, headers = self.denial
             self.closed = WebSocketDisconnect(1006, "the handshake was refused")
+            self.answered.set()
             answer: AnyResponse = Response(
                 b"".join(self.denial_body), status=status, headers=headers, content_type=None
             )
