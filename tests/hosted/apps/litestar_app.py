@@ -14,6 +14,7 @@ from litestar.background_tasks import BackgroundTask
 from litestar.connection import WebSocket
 from litestar.datastructures import State, UploadFile
 from litestar.enums import RequestEncodingType
+from litestar.exceptions import WebSocketDisconnect
 from litestar.params import Body
 from litestar.response import Response, ServerSentEvent, Stream
 
@@ -114,8 +115,8 @@ async def echo(socket: WebSocket[Any, Any, Any]) -> None:
         while True:
             data = await socket.receive_json()
             await socket.send_json({"echo": data})
-    except Exception as exc:  # litestar's WebSocketDisconnect
-        seen["ws_closed"] = getattr(exc, "code", None) or type(exc).__name__
+    except WebSocketDisconnect as exc:
+        seen["ws_closed"] = exc.code
 
 
 app = Litestar(
