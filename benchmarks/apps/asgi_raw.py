@@ -3,6 +3,7 @@
 Like every peer it serialises the JSON body per request.
 """
 
+import asyncio
 import json
 import time
 
@@ -20,7 +21,10 @@ def spin(seconds: float) -> None:
 async def app(scope, receive, send):
     if scope["type"] != "http":
         return
-    if scope["path"] == "/cpu5":
+    if scope["path"] == "/sleep50":
+        await asyncio.sleep(0.05)
+        headers, body = [TEXT_HEADERS[0], (b"content-length", b"2")], b"ok"
+    elif scope["path"] == "/cpu5":
         spin(0.005)
         headers, body = [TEXT_HEADERS[0], (b"content-length", b"2")], b"ok"
     elif scope["path"] == "/json":

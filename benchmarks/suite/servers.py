@@ -219,7 +219,13 @@ ALL: dict[str, Server] = {
     s.name: s
     for s in [
         Veter("veter", "veter (Rust HTTP core on uvloop)", ASYNC, _veter, cwd=paths.REPO),
-        Veter("veter-asgi", "veter hosting the raw ASGI app", HELLO, _veter_hosting("asgi_raw:app"), cwd=paths.REPO),
+        Veter(
+            "veter-asgi",
+            "veter hosting the raw ASGI app",
+            HELLO | {"sleep50"},
+            _veter_hosting("asgi_raw:app"),
+            cwd=paths.REPO,
+        ),
         Veter(
             "veter-fastapi", "veter hosting the FastAPI app", ASYNC, _veter_hosting("fastapi_app:app"), cwd=paths.REPO
         ),
