@@ -17,6 +17,8 @@ use crate::http1::parse::is_token;
 pub enum Kind {
     Start,
     Body,
+    /// `http.response.pathsend`: the body is a file's content.
+    PathSend,
 }
 
 /// The `type` of `message`, or a clear error.
@@ -37,9 +39,10 @@ pub fn kind(message: &Bound<'_, PyAny>) -> PyResult<Kind> {
     match kind.to_str()? {
         "http.response.start" => Ok(Kind::Start),
         "http.response.body" => Ok(Kind::Body),
+        "http.response.pathsend" => Ok(Kind::PathSend),
         other => Err(PyValueError::new_err(format!(
             "ASGI message type {other:?} is not one an http scope can send \
-             (expected 'http.response.start' or 'http.response.body')"
+             (expected 'http.response.start', 'http.response.body' or 'http.response.pathsend')"
         ))),
     }
 }
@@ -185,6 +188,34 @@ fn check_value(name: &[u8], value: &[u8]) -> PyResult<()> {
         )));
     }
     Ok(())
+}
+
+/// The file of an `http.response.pathsend` message: its path (absolute, as the
+/// extension asks) and size.
+pub fn path_to_send(message: &Bound<'_, PyAny>) -> PyResult<(String, u64)> {
+    let py = message.py();
+    let path = message
+        .get_item(pyo3::intern!(py, "path"))
+        .map_err(|_| PyValueError::new_err("ASGI http.response.pathsend has no 'path'"))?;
+    let Ok(path) = path.extract::<String>() else {
+        return Err(PyTypeError::new_err(
+            "ASGI http.response.pathsend 'path' must be a str",
+        ));
+    };
+    if !std::path::Path::new(&path).is_absolute() {
+        return Err(PyValueError::new_err(format!(
+            "ASGI http.response.pathsend 'path' must be absolute, got {path:?}"
+        )));
+    }
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() => Ok((path, meta.len())),
+        Ok(_) => Err(PyValueError::new_err(format!(
+            "ASGI http.response.pathsend: {path:?} is not a regular file"
+        ))),
+        Err(err) => Err(pyo3::exceptions::PyOSError::new_err(format!(
+            "ASGI http.response.pathsend: {path:?}: {err}"
+        ))),
+    }
 }
 
 /// A decimal length: digits only (no sign, no spaces), without overflow.

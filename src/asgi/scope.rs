@@ -11,6 +11,10 @@ use crate::request::{percent_decode, Request};
 /// `scope["asgi"]`: made once per interpreter.
 static ASGI_VERSION: pyo3::sync::PyOnceLock<Py<PyDict>> = pyo3::sync::PyOnceLock::new();
 
+/// `scope["extensions"]` of an `http` scope: `http.response.pathsend`. One dict for
+/// every scope (apps read it; a copy per request would cost every request).
+static EXTENSIONS: pyo3::sync::PyOnceLock<Py<PyDict>> = pyo3::sync::PyOnceLock::new();
+
 /// Everything of the scope that does not come from the request itself.
 pub struct Place<'a, 'py> {
     /// `(host, port)` of the client, as the request shows it (a trusted proxy's word
@@ -83,6 +87,12 @@ pub fn http<'py>(
         state.set_item(pyo3::intern!(py, "request_id"), id)?;
     }
     scope.set_item(pyo3::intern!(py, "state"), state)?;
+    let extensions = EXTENSIONS.get_or_try_init(py, || {
+        let extensions = PyDict::new(py);
+        extensions.set_item("http.response.pathsend", PyDict::new(py))?;
+        Ok::<_, PyErr>(extensions.unbind())
+    })?;
+    scope.set_item(pyo3::intern!(py, "extensions"), extensions.bind(py))?;
     Ok(scope)
 }
 

@@ -522,6 +522,23 @@ impl Cycle {
                 )),
             },
             Kind::Body => Self::send_body(slf, message, state),
+            Kind::PathSend => {
+                let Reply::Started(head) = &mut state.reply else {
+                    return Err(PyRuntimeError::new_err(
+                        "ASGI http.response.pathsend must follow http.response.start \
+                         (and end the response)",
+                    ));
+                };
+                let (path, size) = reply::path_to_send(message)?;
+                head.length.get_or_insert(size);
+                drop(state);
+                // The file is read from a thread and sent as the body's messages.
+                let send = slf.getattr(pyo3::intern!(py, "send"))?;
+                let coro = py
+                    .import(pyo3::intern!(py, "veter.hosted.pathsend"))?
+                    .call_method1(pyo3::intern!(py, "send_file"), (send, path))?;
+                Ok(coro.unbind())
+            }
         }
     }
 

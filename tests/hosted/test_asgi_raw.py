@@ -314,3 +314,15 @@ def test_lag_monitor_names_the_blocking_request(server: Proc, client: httpx.Clie
     mark = server.mark()
     assert client.get("/block").text == "blocked"
     server.wait_for(r"event loop blocked for more than \d+ ms by route GET /block;", start=mark)
+
+
+def test_pathsend(client: httpx.Client) -> None:
+    r = client.get("/pathsend")
+    assert r.text == "from a file\n" * 1000
+    assert r.headers["content-length"] == str(12 * 1000)
+    for path, problem in [
+        ("/pathsend-relative", "'path' must be absolute, got \"x.txt\""),
+        ("/pathsend-missing", "No such file or directory"),
+    ]:
+        assert client.get(path).status_code == 500
+        assert any(e.startswith("pathsend:") and problem in e for e in events(client)), events(client)

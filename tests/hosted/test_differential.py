@@ -181,4 +181,7 @@ def test_same_scope(ports: tuple[int, int]) -> None:
         scope.pop("client")
         scope.pop("server")
         scope["state"].pop("request_id", None)
+    # Listed in docs/asgi.md: veter offers the pathsend extension, uvicorn does not.
+    assert mine.pop("extensions") == {"http.response.pathsend": {}}
+    assert "extensions" not in other
     assert mine == other

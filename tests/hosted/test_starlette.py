@@ -58,3 +58,14 @@ def test_many_in_parallel(server: Proc) -> None:
         return {r.status_code for r in responses}
 
     assert asyncio.run(run()) == {200}
+
+
+def test_file_response_is_sent_with_pathsend(client: httpx.Client) -> None:
+    # FileResponse hands the file to the server (http.response.pathsend), even
+    # through BaseHTTPMiddleware.
+    r = client.get("/file")
+    assert r.status_code == 200
+    assert r.content == bytes(range(256)) * (12 * 1024)
+    assert r.headers["content-length"] == str(3 << 20)
+    assert r.headers["x-through-middleware"] == "yes"
+    assert client.head("/file").content == b""

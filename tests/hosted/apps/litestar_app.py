@@ -65,7 +65,9 @@ async def form(data: Annotated[Person, Body(media_type=RequestEncodingType.URL_E
 
 
 @post("/upload")
-async def upload(data: Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MULTI_PART)]) -> dict[str, Any]:
+async def upload(
+    data: Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MULTI_PART)],
+) -> dict[str, Any]:
     f: UploadFile = data["file"]
     content = await f.read()
     return {
@@ -120,6 +122,18 @@ async def echo(socket: WebSocket[Any, Any, Any]) -> None:
 
 
 app = Litestar(
-    route_handlers=[root, read_item, create_item, state, form, upload, stream, sse, background, get_seen, echo],
+    route_handlers=[
+        root,
+        read_item,
+        create_item,
+        state,
+        form,
+        upload,
+        stream,
+        sse,
+        background,
+        get_seen,
+        echo,
+    ],
     lifespan=[lifespan],
 )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import tempfile
 import time
 from typing import Any
 
@@ -98,6 +100,21 @@ async def sized_stream(scope: Any, receive: Any, send: Any) -> None:
 async def slow(scope: Any, receive: Any, send: Any) -> None:
     await asyncio.sleep(0.05)
     await text(send, b"slow", status=201)
+
+
+SENT_FILE = os.path.join(tempfile.gettempdir(), f"veter-raw-pathsend-{os.getpid()}.txt")
+with open(SENT_FILE, "wb") as _fh:
+    _fh.write(b"from a file\n" * 1000)
+
+
+async def pathsend(scope: Any, receive: Any, send: Any) -> None:
+    target = {"/pathsend": SENT_FILE, "/pathsend-relative": "x.txt", "/pathsend-missing": SENT_FILE + ".no"}
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    try:
+        await send({"type": "http.response.pathsend", "path": target[scope["path"]]})
+    except (ValueError, OSError) as exc:
+        events.append(f"pathsend: {exc}")
+        raise
 
 
 async def block(scope: Any, receive: Any, send: Any) -> None:
@@ -216,6 +233,9 @@ ROUTES = {
     "/sized-stream": sized_stream,
     "/slow": slow,
     "/block": block,
+    "/pathsend": pathsend,
+    "/pathsend-relative": pathsend,
+    "/pathsend-missing": pathsend,
     "/boom": boom,
     "/boom-after-start": boom_after_start,
     "/boom-mid-stream": boom_mid_stream,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 
@@ -56,6 +58,16 @@ async def stream(request: Request) -> Response:
     return StreamingResponse(pieces())
 
 
+#: A 3 MiB file, sent with the pathsend extension (FileResponse uses it when offered).
+FILE = os.path.join(tempfile.gettempdir(), f"veter-starlette-file-{os.getpid()}.bin")
+with open(FILE, "wb") as fh:
+    fh.write(bytes(range(256)) * (12 * 1024))
+
+
+async def file(request: Request) -> Response:
+    return FileResponse(FILE, media_type="application/octet-stream")
+
+
 app = Starlette(
     routes=[
         Route("/", home),
@@ -63,6 +75,7 @@ app = Starlette(
         Route("/json", echo_json, methods=["POST"]),
         Route("/form", form, methods=["POST"]),
         Route("/stream", stream),
+        Route("/file", file),
     ],
     middleware=[Middleware(Timing)],
     lifespan=lifespan,
