@@ -82,10 +82,12 @@ fi
 # redis+log scenarios need the same clients the peers use, installed for that interpreter
 # into a --target dir that only those scenarios put on PYTHONPATH.
 VETER_PY="${VETER_PYTHON:-../.venv/bin/python}"
-if [ -x "$VETER_PY" ] && [ ! -e "$WORK/veter-extras/.installed" ]; then
-    say "asyncpg and redis for veter's interpreter ($VETER_PY)"
-    "$VETER_PY" -m pip install -q --disable-pip-version-check --target "$WORK/veter-extras" asyncpg 'redis[hiredis]' \
-        && touch "$WORK/veter-extras/.installed" || say "veter extras install failed"
+# (.installed-2: psycopg joined, for the Flask app on veter's WSGI pool.)
+if [ -x "$VETER_PY" ] && [ ! -e "$WORK/veter-extras/.installed-2" ]; then
+    say "asyncpg, psycopg and redis for veter's interpreter ($VETER_PY)"
+    "$VETER_PY" -m pip install -q --disable-pip-version-check --upgrade --target "$WORK/veter-extras" asyncpg \
+        'psycopg[binary]' 'redis[hiredis]' \
+        && touch "$WORK/veter-extras/.installed-2" || say "veter extras install failed"
 fi
 # The wheels scenario: veter's current code built as one abi3 wheel (Python 3.11+),
 # into its own venv, rebuilt on every install so it is always the code being measured
