@@ -31,6 +31,10 @@ pub struct Asgi {
     /// `entry(request, scope=...)`, answering as a `veter.App`'s WebSocket route
     /// does. None: upgrades are served as plain HTTP requests.
     pub websocket: Option<Py<PyAny>>,
+    /// Every `http` scope starts as a copy of this one (`scope::template`): its keys
+    /// in their final order and what never changes, so building a scope overwrites
+    /// values in place instead of growing a new dict key by key.
+    pub template: Py<PyDict>,
 }
 
 impl Asgi {
@@ -39,11 +43,13 @@ impl Asgi {
     pub fn from_spec(spec: &Bound<'_, PyAny>) -> PyResult<Self> {
         type Spec = (Py<PyAny>, String, Option<Py<PyDict>>, Option<Py<PyAny>>);
         let (app, root_path, state, websocket): Spec = spec.extract()?;
+        let template = scope::template(spec.py(), &root_path)?.unbind();
         Ok(Asgi {
             app,
             root_path,
             state,
             websocket,
+            template,
         })
     }
 }

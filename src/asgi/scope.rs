@@ -26,6 +26,42 @@ pub struct Place<'a, 'py> {
     pub scheme: &'static str,
 }
 
+/// The dict every `http` scope of a worker is copied from: every key, in the order
+/// uvicorn gives them, with the values that never change (`type`, `root_path`,
+/// `extensions`) and None for the rest, which `http` overwrites.
+pub fn template<'py>(py: Python<'py>, root_path: &str) -> PyResult<Bound<'py, PyDict>> {
+    let scope = PyDict::new(py);
+    let none = py.None();
+    scope.set_item(pyo3::intern!(py, "type"), pyo3::intern!(py, "http"))?;
+    for key in [
+        pyo3::intern!(py, "asgi"),
+        pyo3::intern!(py, "http_version"),
+        pyo3::intern!(py, "method"),
+        pyo3::intern!(py, "scheme"),
+        pyo3::intern!(py, "path"),
+        pyo3::intern!(py, "raw_path"),
+        pyo3::intern!(py, "query_string"),
+    ] {
+        scope.set_item(key, &none)?;
+    }
+    scope.set_item(pyo3::intern!(py, "root_path"), root_path)?;
+    for key in [
+        pyo3::intern!(py, "headers"),
+        pyo3::intern!(py, "client"),
+        pyo3::intern!(py, "server"),
+        pyo3::intern!(py, "state"),
+    ] {
+        scope.set_item(key, &none)?;
+    }
+    let extensions = EXTENSIONS.get_or_try_init(py, || {
+        let extensions = PyDict::new(py);
+        extensions.set_item("http.response.pathsend", PyDict::new(py))?;
+        Ok::<_, PyErr>(extensions.unbind())
+    })?;
+    scope.set_item(pyo3::intern!(py, "extensions"), extensions.bind(py))?;
+    Ok(scope)
+}
+
 /// The scope dict for `request` (its `type` is "http").
 pub fn http<'py>(
     py: Python<'py>,
@@ -36,8 +72,7 @@ pub fn http<'py>(
     let parts = &request.parts;
     let buf = parts.buf.bind(py).as_bytes();
     let head = &buf[parts.base..];
-    let scope = PyDict::new(py);
-    scope.set_item(pyo3::intern!(py, "type"), pyo3::intern!(py, "http"))?;
+    let scope = asgi.template.bind(py).copy()?;
     let version = ASGI_VERSION.get_or_try_init(py, || {
         let version = PyDict::new(py);
         version.set_item("version", "3.0")?;
@@ -74,7 +109,6 @@ pub fn http<'py>(
     }
     let query: &[u8] = parts.query.clone().map_or(b"", |q| &head[q]);
     scope.set_item(pyo3::intern!(py, "query_string"), PyBytes::new(py, query))?;
-    scope.set_item(pyo3::intern!(py, "root_path"), asgi.root_path.as_str())?;
     scope.set_item(pyo3::intern!(py, "headers"), headers(py, request, head)?)?;
     scope.set_item(pyo3::intern!(py, "client"), &place.client)?;
     scope.set_item(pyo3::intern!(py, "server"), place.server)?;
@@ -87,12 +121,6 @@ pub fn http<'py>(
         state.set_item(pyo3::intern!(py, "request_id"), id)?;
     }
     scope.set_item(pyo3::intern!(py, "state"), state)?;
-    let extensions = EXTENSIONS.get_or_try_init(py, || {
-        let extensions = PyDict::new(py);
-        extensions.set_item("http.response.pathsend", PyDict::new(py))?;
-        Ok::<_, PyErr>(extensions.unbind())
-    })?;
-    scope.set_item(pyo3::intern!(py, "extensions"), extensions.bind(py))?;
     Ok(scope)
 }
 
