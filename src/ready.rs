@@ -22,14 +22,20 @@ impl Ready {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        if self.value.is_none(py) {
+            // Ended without an exception object: the result is None (`await send(...)`
+            // of a hosted app costs no StopIteration).
+            return Ok(None);
+        }
         Err(PyStopIteration::new_err((self.value.clone_ref(py),)))
     }
 
     fn send(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        // The result is already known; whatever is sent in is ignored.
+        // The result is already known; whatever is sent in is ignored. (A method, not
+        // the slot: the end is always the exception here.)
         let _ = value;
-        self.__next__(py)
+        Err(PyStopIteration::new_err((self.value.clone_ref(py),)))
     }
 }
 
