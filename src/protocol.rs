@@ -41,6 +41,7 @@ mod route;
 use route::{route_for, Routed};
 mod stream;
 mod timers;
+mod transport;
 mod upload;
 
 pub use completion::Completion;
@@ -77,27 +78,6 @@ pub struct Running {
     core_answer: bool,
 }
 
-/// How the transport ends, when it does.
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
-enum Closing {
-    #[default]
-    No,
-    Close,
-    /// Half-close and linger (`Connection::linger`).
-    HalfClose,
-}
-
-/// What to do with the transport once the connection is no longer borrowed.
-#[derive(Default)]
-struct Actions {
-    write: Option<Py<PyBytes>>,
-    close: Closing,
-    pause_reading: bool,
-    resume_reading: bool,
-    /// A streamed response reached the front: its object and whether to send a body.
-    start_stream: Option<(Py<PyAny>, bool)>,
-}
-
 #[pyclass(module = "veter._core", name = "Connection")]
 pub struct Connection {
     /// What the worker's connections share (routes, settings, overload, registry).
@@ -127,8 +107,10 @@ pub struct Connection {
     /// Half-closed by the server, reading and dropping until the client closes
     /// too, this instant passes or this many more bytes came (`linger`).
     lingering: Option<(Instant, usize)>,
-    /// The client has half-closed (`eof_received`): nothing more will come.
-    input_ended: bool,
+    /// Whether the client may still be sending when the server closes: a request
+    /// refused or answered before its body was read (`linger`). False once the
+    /// client has half-closed (`eof_received`).
+    may_be_sending: bool,
     /// Requests dispatched on this connection.
     served: u64,
     /// When the loop iteration that read the current bytes began (queue timeout).
@@ -192,7 +174,7 @@ impl Connection {
             asgi_place: None,
             cycles: Vec::new(),
             lingering: None,
-            input_ended: false,
+            may_be_sending: false,
             served: 0,
             batch_start: now,
             sock: None,
@@ -285,8 +267,11 @@ impl Connection {
                 Event::UploadEnd { bytes, end, upload } => {
                     let stream = upload.stream.clone_ref(py);
                     Self::end_upload(py, bytes, &end, upload);
-                    if end.is_err() && disp.asgi.is_some() {
-                        self.asgi_body_failed(py, &stream);
+                    if end.is_err() {
+                        self.may_be_sending = true; // the rest of the body is not read
+                        if disp.asgi.is_some() {
+                            self.asgi_body_failed(py, &stream);
+                        }
                     }
                 }
                 Event::Queued => {
@@ -402,6 +387,7 @@ impl Connection {
 
     /// Answers `status` with `reason`, closes after it and stops reading.
     fn fail_with(&mut self, status: u16, reason: &str) {
+        self.may_be_sending = true;
         let mut bytes = Vec::new();
         let sent = encode::encode_error(&mut bytes, status, reason, self.common());
         if let Some(metrics) = &self.disp.metrics {
@@ -442,116 +428,12 @@ impl Connection {
     /// the bytes after it unread.
     fn close_if_upload_open(&mut self, parts: &request::Parts, mut framing: Framing) -> Framing {
         if Self::upload_open(parts) || framing.upgrade {
+            self.may_be_sending |= !framing.upgrade;
             framing.keep_alive = false;
             framing.upgrade = false;
             self.note_framing(framing);
         }
         framing
-    }
-
-    /// Moves every ready response at the front of the queue into `out` and says
-    /// what to do with the transport.
-    fn collect(&mut self, py: Python<'_>) -> Actions {
-        let actions = self.core.collect(stream::activate);
-        let write = actions.write.then(|| {
-            // Copied once into the bytes object the transport takes; `out` keeps its
-            // capacity for the next batch.
-            let bytes = PyBytes::new(py, &self.core.out).unbind();
-            self.core.out.clear();
-            bytes
-        });
-        Actions {
-            write,
-            close: if actions.close {
-                Closing::Close
-            } else {
-                Closing::No
-            },
-            pause_reading: actions.pause_reading,
-            resume_reading: actions.resume_reading,
-            start_stream: actions.start_stream,
-        }
-    }
-
-    /// The server closes this connection: whether to half-close instead and keep
-    /// reading (and dropping) for `linger_timeout`. A client still sending its
-    /// request (a body over the limit, an answer given before the body was read)
-    /// would otherwise get a reset, which makes its kernel drop the answer unread.
-    fn linger(&mut self, py: Python<'_>) -> bool {
-        let Some(limit) = self.disp.linger else {
-            return false;
-        };
-        if self.lingering.is_some() || self.input_ended {
-            return false;
-        }
-        let half_closes = self.transport.as_ref().is_some_and(|t| {
-            t.call_method0(py, "can_write_eof")
-                .and_then(|v| v.is_truthy(py))
-                .unwrap_or(false)
-        });
-        if half_closes {
-            self.lingering = Some((Instant::now() + limit.time, limit.bytes));
-        }
-        half_closes
-    }
-
-    fn perform(
-        py: Python<'_>,
-        transport: Option<Py<PyAny>>,
-        write: Option<Py<PyAny>>,
-        actions: Actions,
-    ) -> PyResult<()> {
-        if let (Some(bytes), Some(write)) = (actions.write, write) {
-            write.call1(py, (bytes,))?;
-        }
-        if let Some(t) = transport {
-            if actions.close == Closing::HalfClose {
-                t.call_method0(py, "write_eof")?;
-                t.call_method0(py, "resume_reading")?;
-            } else if actions.close == Closing::Close {
-                t.call_method0(py, "close")?;
-            } else if actions.pause_reading {
-                t.call_method0(py, "pause_reading")?;
-            } else if actions.resume_reading {
-                t.call_method0(py, "resume_reading")?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Runs `f` on the borrowed connection, then acts on the transport unborrowed.
-    fn with_borrow(
-        slf: &Bound<'_, Self>,
-        f: impl FnOnce(&mut Self, Python<'_>) -> PyResult<()>,
-    ) -> PyResult<()> {
-        let py = slf.py();
-        let (transport, write, mut actions) = {
-            let mut this = slf.borrow_mut();
-            f(&mut this, py)?;
-            let mut actions = this.collect(py);
-            if actions.close == Closing::Close && this.linger(py) {
-                actions.close = Closing::HalfClose;
-            }
-            let transport = if actions.close != Closing::No
-                || actions.pause_reading
-                || actions.resume_reading
-            {
-                this.transport.as_ref().map(|t| t.clone_ref(py))
-            } else {
-                None
-            };
-            (
-                transport,
-                this.write.as_ref().map(|w| w.clone_ref(py)),
-                actions,
-            )
-        };
-        let start = actions.start_stream.take();
-        Self::perform(py, transport, write, actions)?;
-        match start {
-            Some((obj, send_body)) => Self::start_pump(slf, &obj, send_body),
-            None => Ok(()),
-        }
     }
 
     /// This connection is over (lost, or handed to another protocol): nothing more

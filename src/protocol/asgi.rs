@@ -21,6 +21,7 @@
 //! task is not cancelled (its cleanup runs).
 
 mod connection;
+mod ending;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -35,7 +36,6 @@ use crate::body_stream::{disconnect_message, request_message, BodyStream};
 use crate::http1::encode::{self, BodyLength, Framing};
 use crate::ready::ready;
 use crate::request::Request;
-use connection::task_failure;
 
 /// What the app has sent so far.
 enum Reply {
@@ -396,74 +396,6 @@ impl Cycle {
             },
         );
         Ok(waiting)
-    }
-
-    /// The app's task ended: an answer it never made is a 500, a stream it did
-    /// not finish is cut.
-    fn task_ended(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
-        let failure = task_failure(py, task)?;
-        let (reply, writer, seq, gone) = {
-            let mut state = self.locked();
-            let reply = std::mem::replace(&mut state.reply, Reply::Done);
-            if matches!(reply, Reply::Streaming) {
-                state.early_end = Some(false);
-            }
-            (
-                reply,
-                state.writer.as_ref().map(|w| w.clone_ref(py)),
-                state.seq,
-                state.ending == Ending::Gone,
-            )
-        };
-        match reply {
-            Reply::Done => {
-                if let Some(err) = failure {
-                    // After the answer: only the log can tell.
-                    self.log_failure(py, err);
-                }
-            }
-            Reply::Idle | Reply::Started(_) => {
-                let err = failure.unwrap_or_else(|| {
-                    PyRuntimeError::new_err("the ASGI app returned without sending a response")
-                });
-                let request = &self.request;
-                let framing = self.framing;
-                Connection::with_borrow(self.conn.bind(py), |this, py| {
-                    this.asgi_failed(py, seq, request, err, framing);
-                    Ok(())
-                })?;
-            }
-            Reply::Streaming => {
-                match failure {
-                    Some(err) => self.log_failure(py, err),
-                    // Stopping a stream for a client that left is what apps should do.
-                    None if gone => {}
-                    None => self.log_failure(
-                        py,
-                        PyRuntimeError::new_err(
-                            "the ASGI app returned before its response was complete",
-                        ),
-                    ),
-                }
-                if let Some(writer) = writer {
-                    writer.get().end(py, false)?;
-                }
-            }
-        }
-        self.end(py);
-        Ok(())
-    }
-
-    fn log_failure(&self, py: Python<'_>, err: PyErr) {
-        // The app's error handler logs it with the request id; its answer is dropped.
-        let handled = self
-            .disp
-            .error_handler
-            .bind(py)
-            .call1((self.request.clone_ref(py), err.value(py)));
-        if let Err(inner) = handled {
-            inner.print(py);
-        }
     }
 }
 

@@ -127,7 +127,7 @@ impl Connection {
         let mut keep_open = false;
         let mut cycles = Vec::new();
         Self::with_borrow(slf, |this, py| {
-            this.input_ended = true;
+            this.may_be_sending = false;
             if this.lingering.is_some() {
                 return Ok(()); // the client has read the answer and closed: close too
             }

@@ -102,6 +102,7 @@ impl Connection {
                 Some((408, "request body not received in time".to_owned())),
             );
             self.core.stop_after_response();
+            self.may_be_sending = true;
             if self.disp.asgi.is_some() {
                 self.asgi_body_failed(py, &stream);
             }

@@ -1,0 +1,137 @@
+//! What the connection does to its transport once it is no longer borrowed: write
+//! what is ready, pause or resume reading, close, or half-close and linger.
+
+use std::time::Instant;
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::{stream, Connection};
+
+/// How the transport ends, when it does.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum Closing {
+    #[default]
+    No,
+    Close,
+    /// Half-close and linger (`Connection::linger`).
+    HalfClose,
+}
+
+/// What to do with the transport once the connection is no longer borrowed.
+#[derive(Default)]
+pub(super) struct Actions {
+    write: Option<Py<PyBytes>>,
+    close: Closing,
+    pause_reading: bool,
+    resume_reading: bool,
+    /// A streamed response reached the front: its object and whether to send a body.
+    start_stream: Option<(Py<PyAny>, bool)>,
+}
+
+impl Connection {
+    /// Moves every ready response at the front of the queue into `out` and says
+    /// what to do with the transport.
+    pub(super) fn collect(&mut self, py: Python<'_>) -> Actions {
+        let actions = self.core.collect(stream::activate);
+        let write = actions.write.then(|| {
+            // Copied once into the bytes object the transport takes; `out` keeps its
+            // capacity for the next batch.
+            let bytes = PyBytes::new(py, &self.core.out).unbind();
+            self.core.out.clear();
+            bytes
+        });
+        Actions {
+            write,
+            close: if actions.close {
+                Closing::Close
+            } else {
+                Closing::No
+            },
+            pause_reading: actions.pause_reading,
+            resume_reading: actions.resume_reading,
+            start_stream: actions.start_stream,
+        }
+    }
+
+    /// The server closes this connection: whether to half-close instead and keep
+    /// reading (and dropping) for `linger_timeout`. A client still sending its
+    /// request (a body over the limit, an answer given before the body was read)
+    /// would otherwise get a reset, which makes its kernel drop the answer unread.
+    fn linger(&mut self, py: Python<'_>) -> bool {
+        let Some(limit) = self.disp.linger else {
+            return false;
+        };
+        if self.lingering.is_some() || !self.may_be_sending {
+            return false; // an idle or drained connection closes at once, as before
+        }
+        let half_closes = self.transport.as_ref().is_some_and(|t| {
+            t.call_method0(py, "can_write_eof")
+                .and_then(|v| v.is_truthy(py))
+                .unwrap_or(false)
+        });
+        if half_closes {
+            self.lingering = Some((Instant::now() + limit.time, limit.bytes));
+        }
+        half_closes
+    }
+
+    fn perform(
+        py: Python<'_>,
+        transport: Option<Py<PyAny>>,
+        write: Option<Py<PyAny>>,
+        actions: Actions,
+    ) -> PyResult<()> {
+        if let (Some(bytes), Some(write)) = (actions.write, write) {
+            write.call1(py, (bytes,))?;
+        }
+        if let Some(t) = transport {
+            if actions.close == Closing::HalfClose {
+                t.call_method0(py, "write_eof")?;
+                t.call_method0(py, "resume_reading")?;
+            } else if actions.close == Closing::Close {
+                t.call_method0(py, "close")?;
+            } else if actions.pause_reading {
+                t.call_method0(py, "pause_reading")?;
+            } else if actions.resume_reading {
+                t.call_method0(py, "resume_reading")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the borrowed connection, then acts on the transport unborrowed.
+    pub(in crate::protocol) fn with_borrow(
+        slf: &Bound<'_, Self>,
+        f: impl FnOnce(&mut Self, Python<'_>) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let (transport, write, mut actions) = {
+            let mut this = slf.borrow_mut();
+            f(&mut this, py)?;
+            let mut actions = this.collect(py);
+            if actions.close == Closing::Close && this.linger(py) {
+                actions.close = Closing::HalfClose;
+            }
+            let transport = if actions.close != Closing::No
+                || actions.pause_reading
+                || actions.resume_reading
+            {
+                this.transport.as_ref().map(|t| t.clone_ref(py))
+            } else {
+                None
+            };
+            (
+                transport,
+                this.write.as_ref().map(|w| w.clone_ref(py)),
+                actions,
+            )
+        };
+        let start = actions.start_stream.take();
+        Self::perform(py, transport, write, actions)?;
+        match start {
+            Some((obj, send_body)) => Self::start_pump(slf, &obj, send_body),
+            None => Ok(()),
+        }
+    }
+}
