@@ -4,9 +4,9 @@ driven by independent clients (httpx, aiohttp)."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Iterator
 
