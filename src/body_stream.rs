@@ -159,12 +159,13 @@ impl BodyStream {
         }
     }
 
-    /// The HTTP error the body ended with (status, reason), if it failed.
-    pub fn failure(&self) -> Option<(u16, String)> {
-        match &self.locked().end {
-            End::Failed(status, reason) => Some((*status, reason.clone())),
-            _ => None,
-        }
+    /// The `HTTPException` the body failed with (over the limit, badly chunked,
+    /// too slow), or None.
+    pub fn failure(&self, py: Python<'_>) -> Option<PyErr> {
+        let state = self.locked();
+        matches!(state.end, End::Failed(..))
+            .then(|| end_error(py, &state.end))
+            .flatten()
     }
 
     pub fn is_open(&self) -> bool {

@@ -4,7 +4,6 @@ driven by independent clients (httpx, aiohttp)."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import sys
 import time
@@ -13,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.processes import Proc, wait_until
+from tests.hosted import checks
 
 httpx = pytest.importorskip("httpx")
 aiohttp = pytest.importorskip("aiohttp")
@@ -74,15 +74,7 @@ def test_lifespan_state_and_request_id(client: httpx.Client) -> None:
 
 
 def test_form_and_multipart_upload(client: httpx.Client) -> None:
-    assert client.post("/form", data={"name": "Ann", "age": "31"}).json() == {"name": "Ann", "age": 31}
-    blob = bytes(range(256)) * 4000
-    r = client.post("/upload", files={"file": ("blob.bin", blob)}, data={"note": "n"})
-    assert r.json() == {
-        "filename": "blob.bin",
-        "size": len(blob),
-        "sha256": hashlib.sha256(blob).hexdigest(),
-        "note": "n",
-    }
+    checks.form_and_upload(client)
 
 
 def test_streaming_and_sse(client: httpx.Client) -> None:
@@ -134,30 +126,8 @@ def test_aiohttp_client_concurrent(server: Proc) -> None:
     assert asyncio.run(run()) == list(range(200))
 
 
-def rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 def test_large_upload_is_streamed(server: Proc, client: httpx.Client) -> None:
-    from tests.e2e.processes import children_of
-
-    (worker,) = children_of(server.pid)
-    client.post("/consume", content=b"w" * (4 << 20))  # warm up the buffers
-    before = rss(worker)
-    size = 256 << 20
-    piece = b"u" * (1 << 20)
-
-    def body() -> Iterator[bytes]:
-        for _ in range(size // len(piece)):
-            yield piece
-
-    r = client.post("/consume", content=body())
-    assert r.json() == {"total": size}
-    assert rss(worker) - before < 32 << 20
+    checks.large_upload_is_streamed(server, client, declared=False)
 
 
 def test_websocket_route(server: Proc, client: httpx.Client) -> None:

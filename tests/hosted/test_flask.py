@@ -5,13 +5,13 @@ driven by independent clients (httpx, aiohttp)."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.processes import Proc, children_of, wait_until
+from tests.e2e.processes import Proc, wait_until
+from tests.hosted import checks
 
 httpx = pytest.importorskip("httpx")
 aiohttp = pytest.importorskip("aiohttp")
@@ -89,15 +89,7 @@ def test_environ(client: httpx.Client) -> None:
 
 
 def test_form_and_multipart_upload(client: httpx.Client) -> None:
-    assert client.post("/form", data={"name": "Ann", "age": "31"}).json() == {"name": "Ann", "age": 31}
-    blob = bytes(range(256)) * 4000
-    r = client.post("/upload", files={"file": ("blob.bin", blob)}, data={"note": "n"})
-    assert r.json() == {
-        "filename": "blob.bin",
-        "size": len(blob),
-        "sha256": hashlib.sha256(blob).hexdigest(),
-        "note": "n",
-    }
+    checks.form_and_upload(client)
 
 
 def test_chunked_upload(client: httpx.Client) -> None:
@@ -174,25 +166,5 @@ def test_aiohttp_client_concurrent(server: Proc) -> None:
     assert asyncio.run(run()) == list(range(200))
 
 
-def rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 def test_large_upload_is_streamed(server: Proc, client: httpx.Client) -> None:
-    (worker,) = children_of(server.pid)
-    client.post("/consume", content=b"w" * (4 << 20))  # warm up the buffers
-    before = rss(worker)
-    size = 256 << 20
-    piece = b"u" * (1 << 20)
-
-    def body() -> Iterator[bytes]:
-        for _ in range(size // len(piece)):
-            yield piece
-
-    r = client.post("/consume", content=body(), headers={"Content-Length": str(size)})
-    assert r.json() == {"total": size}
-    assert rss(worker) - before < 32 << 20
+    checks.large_upload_is_streamed(server, client, declared=True)

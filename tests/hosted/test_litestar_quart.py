@@ -4,13 +4,13 @@ and the ``websockets`` client: the same requests to both, each framework's answe
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from collections.abc import Iterator
 
 import pytest
 
 from tests.e2e.processes import Proc, wait_until
+from tests.hosted import checks
 
 httpx = pytest.importorskip("httpx")
 websockets = pytest.importorskip("websockets")
@@ -49,15 +49,7 @@ def test_routes_and_json(server: Proc, client: httpx.Client) -> None:
 
 
 def test_form_and_multipart_upload(client: httpx.Client) -> None:
-    assert client.post("/form", data={"name": "Ann", "age": "31"}).json() == {"name": "Ann", "age": 31}
-    blob = bytes(range(256)) * 4000
-    r = client.post("/upload", files={"file": ("blob.bin", blob)}, data={"note": "n"})
-    assert r.json() == {
-        "filename": "blob.bin",
-        "size": len(blob),
-        "sha256": hashlib.sha256(blob).hexdigest(),
-        "note": "n",
-    }
+    checks.form_and_upload(client)
 
 
 def test_streaming(client: httpx.Client) -> None:
@@ -81,9 +73,8 @@ def test_websocket(server: Proc) -> None:
         assert got == [f'echo {{"n": {i}}}' for i in range(3)]
 
 
+@pytest.mark.parametrize("server", ["litestar"], indirect=True)
 def test_litestar_state_sse_and_background(server: Proc, client: httpx.Client) -> None:
-    if framework(server) != "litestar":
-        pytest.skip("Litestar's own features")
     r = client.get("/state", headers={"X-Request-ID": "ls-1"})
     assert r.json() == {"pool": "the-pool", "request_id": "ls-1"}
     with client.stream("GET", "/sse") as r:

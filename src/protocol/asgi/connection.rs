@@ -315,7 +315,7 @@ impl Connection {
         py: Python<'_>,
         stream: &Py<BodyStream>,
     ) {
-        let Some((status, reason)) = stream.get().failure() else {
+        let Some(err) = stream.get().failure(py) else {
             return;
         };
         let Some(cycle) = self.cycles.iter().find(|c| c.get().reads(stream)) else {
@@ -325,12 +325,6 @@ impl Connection {
         let cycle = cycle.get();
         let Some(seq) = cycle.take_over() else {
             return; // the answer is streaming: the connection closes after it
-        };
-        let err = match crate::pyrefs::get(py)
-            .and_then(|refs| refs.http_exception.bind(py).call1((status, reason)))
-        {
-            Ok(exc) => PyErr::from_value(exc),
-            Err(err) => err,
         };
         self.asgi_failed(py, Some(seq), &cycle.request, err, cycle.framing);
     }
