@@ -168,8 +168,10 @@ impl BodyStream {
             .flatten()
     }
 
-    pub fn is_open(&self) -> bool {
-        matches!(self.locked().end, End::Open)
+    /// Whether the body was received to its end (not still arriving, failed, or
+    /// cut short by the client).
+    pub fn is_whole(&self) -> bool {
+        matches!(self.locked().end, End::Done)
     }
 }
 

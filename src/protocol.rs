@@ -422,12 +422,16 @@ impl Connection {
         }
     }
 
-    /// The framing for an answer to `parts`: closing when its streamed body is still
-    /// being read (the rest of it is never read).
+    /// The framing for an answer to `parts`: closing when its streamed body was not
+    /// read to its end (still arriving, or failed: the rest of it is never read).
     /// The same for any answer but the `101` to a WebSocket handshake, which left
     /// the bytes after it unread.
-    fn close_if_upload_open(&mut self, parts: &request::Parts, mut framing: Framing) -> Framing {
-        if Self::upload_open(parts) || framing.upgrade {
+    fn close_if_upload_unfinished(
+        &mut self,
+        parts: &request::Parts,
+        mut framing: Framing,
+    ) -> Framing {
+        if Self::upload_unfinished(parts) || framing.upgrade {
             self.may_be_sending |= !framing.upgrade;
             framing.keep_alive = false;
             framing.upgrade = false;

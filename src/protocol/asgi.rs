@@ -165,7 +165,7 @@ impl Cycle {
             .locked()
             .body
             .as_ref()
-            .is_some_and(|b| b.get().is_open());
+            .is_some_and(|b| !b.get().is_whole());
         if head.close || draining || unread {
             framing.keep_alive = false;
         }

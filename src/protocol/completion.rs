@@ -61,7 +61,7 @@ impl Completion {
             let result = task.call_method0("result");
             let framing = match &result {
                 Ok(r) if framing.upgrade && stream::is_upgrade(r) => framing,
-                _ => this.close_if_upload_open(&req.parts, framing),
+                _ => this.close_if_upload_unfinished(&req.parts, framing),
             };
             let common = this.common().with_request_id(&req.exchange.id_line);
             let encoded =

@@ -305,7 +305,7 @@ impl Connection {
         let framing = if framing.upgrade && stream::is_upgrade(result) {
             framing
         } else {
-            self.close_if_upload_open(&req.parts, framing)
+            self.close_if_upload_unfinished(&req.parts, framing)
         };
         let common = self.common().with_request_id(&req.exchange.id_line);
         let sent = match encode_result(py, common, result, framing, &mut bytes) {
@@ -332,7 +332,7 @@ impl Connection {
     ) {
         let mut bytes = Vec::new();
         let req = request.get();
-        let framing = self.close_if_upload_open(&req.parts, framing);
+        let framing = self.close_if_upload_unfinished(&req.parts, framing);
         let common = self.common().with_request_id(&req.exchange.id_line);
         let sent = encode_error(py, &self.disp, common, request, err, framing, &mut bytes);
         self.record_response(py, &req.parts, &req.exchange, sent);
@@ -348,7 +348,7 @@ impl Connection {
         parts: &request::Parts,
         exchange: &Exchange,
     ) {
-        let framing = self.close_if_upload_open(parts, framing);
+        let framing = self.close_if_upload_unfinished(parts, framing);
         let disp = &*self.disp;
         let common = encode::Common {
             server_line: &disp.server_line,

@@ -87,10 +87,11 @@ impl Connection {
         }
     }
 
-    /// True when `parts` is a request whose streamed body is still being read: its
-    /// answer then closes the connection (the rest of the body is never read).
-    pub(super) fn upload_open(parts: &Parts) -> bool {
-        matches!(&parts.body, Body::Stream(s) if s.get().is_open())
+    /// True when `parts` is a request whose streamed body was not read to its end
+    /// (still arriving, or failed): its answer then closes the connection, since the
+    /// rest of the body is never read.
+    pub(super) fn upload_unfinished(parts: &Parts) -> bool {
+        matches!(&parts.body, Body::Stream(s) if !s.get().is_whole())
     }
 
     /// The body timeout for a streamed body: its handler gets a 408 `HTTPException`.

@@ -139,6 +139,8 @@ def test_a_refused_upload_reaches_the_client_that_sends_first_and_reads_after(
             sock.sendall(payload)
             answer = wait_closed(sock)
         assert answer.startswith(b"HTTP/1.1 413 "), answer[:80]
+        # The rest of the body is never read: the answer says the connection ends.
+        assert b"\r\nConnection: close\r\n" in answer.split(b"\r\n\r\n")[0] + b"\r\n", answer
 
 
 def test_linger_off_closes_at_once(serve: Serve) -> None:

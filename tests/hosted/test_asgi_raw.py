@@ -289,6 +289,9 @@ def test_chunked_body_over_the_limit_is_413(server: Proc, client: httpx.Client) 
                 break
             data += piece
     assert data.startswith(b"HTTP/1.1 413")
+    # The rest of the body is never read: the answer says the connection ends, or a
+    # client would send its next request on it (httpx did, and lost it).
+    assert b"\r\nConnection: close\r\n" in data.split(b"\r\n\r\n")[0] + b"\r\n", data
     wait_until(lambda: any(e.startswith("pieces: disconnect after") for e in events(client)), 10)
 
 

@@ -355,7 +355,7 @@ impl Connection {
         self.core.handler_done();
         let mut bytes = Vec::new();
         let req = request.get();
-        let framing = self.close_if_upload_open(&req.parts, framing);
+        let framing = self.close_if_upload_unfinished(&req.parts, framing);
         let common = self.common().with_request_id(&req.exchange.id_line);
         let disp = self.disp.clone();
         let sent = crate::protocol::respond::encode_error(
