@@ -3,13 +3,26 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyMapping, PyString};
+use pyo3::types::{PyBytes, PyDict, PyMapping, PyString, PyTuple};
 
 use crate::http1::encode::{self, Framing, Parts};
 
 pub const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
 pub const OCTET_STREAM: &str = "application/octet-stream";
 pub const APPLICATION_JSON: &str = "application/json";
+
+/// A `Set-Cookie` value from `veter.cookies.<function>(*args, **attributes)`.
+fn cookie_header<'py>(
+    py: Python<'py>,
+    function: &str,
+    args: &Bound<'py, PyTuple>,
+    attributes: Option<&Bound<'py, PyDict>>,
+) -> PyResult<String> {
+    py.import("veter.cookies")?
+        .getattr(function)?
+        .call(args, attributes)?
+        .extract()
+}
 
 /// Headers the server owns: a handler setting them would make the framing wrong.
 const RESERVED: [&str; 3] = ["content-length", "transfer-encoding", "connection"];
@@ -224,6 +237,34 @@ impl Response {
     /// Adds a header, keeping others of the same name (e.g. several Set-Cookie).
     fn add_header(&mut self, name: String, value: String) -> PyResult<()> {
         self.push_header(name, value)
+    }
+
+    /// Adds a `Set-Cookie` header, made and checked by `veter.cookies` (not a hot
+    /// path: the attributes are keywords of `set_cookie_header`).
+    #[pyo3(signature = (key, value = "", **attributes))]
+    fn set_cookie(
+        &mut self,
+        py: Python<'_>,
+        key: &str,
+        value: &str,
+        attributes: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let args = PyTuple::new(py, [key, value])?;
+        let header = cookie_header(py, "set_cookie_header", &args, attributes)?;
+        self.push_header("Set-Cookie".to_owned(), header)
+    }
+
+    /// Adds a `Set-Cookie` header that removes cookie `key` (see `veter.cookies`).
+    #[pyo3(signature = (key, **attributes))]
+    fn delete_cookie(
+        &mut self,
+        py: Python<'_>,
+        key: &str,
+        attributes: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let args = PyTuple::new(py, [key])?;
+        let header = cookie_header(py, "delete_cookie_header", &args, attributes)?;
+        self.push_header("Set-Cookie".to_owned(), header)
     }
 
     #[pyo3(signature = (name, default = None))]

@@ -4,9 +4,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, Generic, Protocol, Self, TypeVar, final
 
-from typing_extensions import disjoint_base
+from typing_extensions import Unpack, disjoint_base
 
 from veter.config import ServerConfig
+from veter.cookies import CookieAttributes, DeleteCookieAttributes
 from veter.datastructures import Headers, QueryParams
 
 __version__: str
@@ -60,6 +61,8 @@ class Response:
     def add_header(self, name: str, value: str) -> None: ...
     def get_header(self, name: str, default: str | None = None) -> str | None: ...
     def remove_header(self, name: str) -> int: ...
+    def set_cookie(self, key: str, value: str = "", **attributes: Unpack[CookieAttributes]) -> None: ...
+    def delete_cookie(self, key: str, **attributes: Unpack[DeleteCookieAttributes]) -> None: ...
 
 _T = TypeVar("_T")
 

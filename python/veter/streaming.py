@@ -15,9 +15,13 @@ from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator, M
 from typing import TYPE_CHECKING, Any
 
 from veter import _core
+from veter.cookies import delete_cookie_header, set_cookie_header
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from veter._core import StreamWriter
+    from veter.cookies import CookieAttributes, DeleteCookieAttributes
 
 __all__ = ["Content", "StreamingResponse"]
 
@@ -95,6 +99,15 @@ class StreamingResponse(_core.Streamed):
             self.content_type = value
             return
         self.headers.append((name, value))
+
+    def set_cookie(self, key: str, value: str = "", **attributes: Unpack[CookieAttributes]) -> None:
+        """Adds a ``Set-Cookie`` header (the attributes of
+        ``veter.cookies.set_cookie_header``), as ``Response.set_cookie`` does."""
+        self.headers.append(("Set-Cookie", set_cookie_header(key, value, **attributes)))
+
+    def delete_cookie(self, key: str, **attributes: Unpack[DeleteCookieAttributes]) -> None:
+        """Adds a ``Set-Cookie`` header that removes cookie ``key``."""
+        self.headers.append(("Set-Cookie", delete_cookie_header(key, **attributes)))
 
     # -- called by the core ---------------------------------------------------
 

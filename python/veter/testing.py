@@ -64,6 +64,13 @@ class TestResponse:
     def json(self) -> Any:
         return orjson.loads(self.content)
 
+    @property
+    def cookies(self) -> dict[str, str]:
+        """What the response's ``Set-Cookie`` headers set, name to value (a deleted
+        cookie maps to ''; the last header of a name wins)."""
+        pairs = (value.split(";", 1)[0].partition("=") for value in self.headers.getall("set-cookie"))
+        return {name.strip(): value.strip() for name, _, value in pairs}
+
     def __repr__(self) -> str:
         return f"<TestResponse {self.status} {self.reason} {len(self.content)} bytes>"
 
