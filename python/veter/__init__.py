@@ -6,6 +6,7 @@ from veter.concurrency import run_in_thread
 from veter.datastructures import Headers, QueryParams, State
 from veter.exceptions import HTTPException
 from veter.responses import json, redirect, text
+from veter.routers import Router
 from veter.sse import EventSourceResponse
 from veter.staticfiles import FileResponse
 from veter.streaming import StreamingResponse
@@ -20,6 +21,7 @@ __all__ = [
     "QueryParams",
     "Request",
     "Response",
+    "Router",
     "State",
     "StreamingResponse",
     "WebSocket",

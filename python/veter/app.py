@@ -6,7 +6,7 @@ import dataclasses
 import inspect
 import logging
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
 
 from veter import _core
@@ -14,6 +14,7 @@ from veter.config import ServerConfig
 from veter.datastructures import State
 from veter.exceptions import HTTPException
 from veter.responses import Response
+from veter.routers import Router, RouteTable, included
 from veter.routing import (
     Endpoint,
     Handler,
@@ -21,12 +22,10 @@ from veter.routing import (
     Route,
     compose,
     compose_unmatched,
-    is_async_callable,
     method_not_allowed,
-    normalise_methods,
     not_found,
 )
-from veter.websockets import Sessions, WebSocketSettings, entry_for
+from veter.websockets import Sessions, entry_for
 
 __all__ = ["App"]
 
@@ -42,7 +41,7 @@ ExceptionHandler = Callable[[Any, Any], Response]
 E = TypeVar("E", bound=ExceptionHandler)
 
 
-class App:
+class App(RouteTable):
     """A veter application.
 
     Declare routes with the decorators, then serve it with ``veter run module:app``
@@ -70,124 +69,20 @@ class App:
         self._draining = False
         self._leaving = False
         self._serving_config = self.config
-        self._ws_settings: dict[int, WebSocketSettings] = {}
         #: The open WebSocket connections of this process.
         self.websockets = Sessions()
 
     # -- routes ---------------------------------------------------------------
 
-    def add_route(
-        self,
-        path: str,
-        handler: Handler,
-        methods: Sequence[str] | str = ("GET",),
-        *,
-        blocking: bool = False,
-        name: str | None = None,
-        stream_body: bool = False,
-    ) -> None:
-        """Register ``handler`` for ``methods`` on ``path``.
-
-        ``path`` may hold ``{name}``, ``{name:int}`` and ``{name:path}`` parameters,
-        passed to the handler as keyword arguments. ``blocking=True`` runs a plain
-        ``def`` handler in the bounded thread pool instead of on the event loop.
-        ``stream_body=True`` starts an ``async def`` handler as soon as the request
-        head arrives; it reads the body with ``async for chunk in request.stream()``
-        as the body arrives (see docs/guide.md, "Requests").
-        """
+    def _add(self, route: Route) -> None:
         self._check_open("add a route")
-        if not callable(handler):
-            raise TypeError(f"handler for {path!r} is not callable: {handler!r}")
-        if not path.startswith("/"):
-            raise ValueError(f"route path must start with '/': {path!r}")
-        if blocking and is_async_callable(handler):
-            raise TypeError(f"{path}: blocking=True is for plain def handlers, not async def")
-        if stream_body and not is_async_callable(handler):
-            raise TypeError(f"{path}: stream_body=True needs an async def handler (it awaits the body)")
-        self._routes.append(Route(path, normalise_methods(methods), handler, blocking, name, stream_body))
+        self._routes.append(route)
 
-    def route(
-        self,
-        path: str,
-        methods: Sequence[str] | str = ("GET",),
-        *,
-        blocking: bool = False,
-        name: str | None = None,
-        stream_body: bool = False,
-    ) -> Callable[[H], H]:
-        def register(handler: H) -> H:
-            self.add_route(path, handler, methods, blocking=blocking, name=name, stream_body=stream_body)
-            return handler
-
-        return register
-
-    def get(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
-        return self.route(path, ("GET",), blocking=blocking, name=name)
-
-    def post(
-        self, path: str, *, blocking: bool = False, name: str | None = None, stream_body: bool = False
-    ) -> Callable[[H], H]:
-        return self.route(path, ("POST",), blocking=blocking, name=name, stream_body=stream_body)
-
-    def put(
-        self, path: str, *, blocking: bool = False, name: str | None = None, stream_body: bool = False
-    ) -> Callable[[H], H]:
-        return self.route(path, ("PUT",), blocking=blocking, name=name, stream_body=stream_body)
-
-    def patch(
-        self, path: str, *, blocking: bool = False, name: str | None = None, stream_body: bool = False
-    ) -> Callable[[H], H]:
-        return self.route(path, ("PATCH",), blocking=blocking, name=name, stream_body=stream_body)
-
-    def delete(self, path: str, *, blocking: bool = False, name: str | None = None) -> Callable[[H], H]:
-        return self.route(path, ("DELETE",), blocking=blocking, name=name)
-
-    def websocket(
-        self,
-        path: str,
-        *,
-        name: str | None = None,
-        max_message_size: int | None = None,
-        max_queue: int | None = None,
-        ping_interval: float | None = None,
-        ping_timeout: float | None = None,
-        close_timeout: float | None = None,
-        deflate: bool | None = None,
-        deflate_window_bits: int | None = None,
-        deflate_level: int | None = None,
-        deflate_min_size: int | None = None,
-    ) -> Callable[[H], H]:
-        """Register ``async def handler(ws, **params)`` for WebSocket connections on
-        ``path`` (see docs/websockets.md). The limits and the permessage-deflate
-        settings default to the server's ``ws_*`` settings."""
-        settings = WebSocketSettings(
-            max_message_size,
-            max_queue,
-            ping_interval,
-            ping_timeout,
-            close_timeout,
-            deflate,
-            deflate_window_bits,
-            deflate_level,
-            deflate_min_size,
-        )
-        try:
-            settings.check()
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
-
-        def register(handler: H) -> H:
-            self._check_open("add a route")
-            if not is_async_callable(handler):
-                raise TypeError(f"{path}: a WebSocket handler must be an async def function (ws, **params)")
-            if not path.startswith("/"):
-                raise ValueError(f"route path must start with '/': {path!r}")
-            route = Route(path, ("GET",), handler, False, name, False, True)
-            self._ws_settings[id(route)] = settings
-            self._routes.append(route)
-            return handler
-
-        return register
+    def include(self, router: Router, *, prefix: str = "") -> None:
+        """Serve ``router``'s routes (under ``prefix``, then the router's own prefix),
+        with its tags and middleware; the routes are copied now."""
+        self._check_open("include a router")
+        self._routes.extend(included(router, prefix))
 
     def static(
         self, prefix: str, directory: str | os.PathLike[str], *, index: str | None = "index.html"
@@ -315,9 +210,9 @@ class App:
         for route in self._routes:
             serving = route
             if route.websocket:
-                entry = entry_for(route.handler, self._ws_settings[id(route)], self._config, self.websockets)
+                entry = entry_for(route.handler, route.websocket_settings, self._config, self.websockets)
                 serving = dataclasses.replace(route, handler=entry)
-            target, is_async = compose(serving, self._middleware, self.handle_error)
+            target, is_async = compose(serving, [*self._middleware, *route.middleware], self.handle_error)
             table.append(
                 Endpoint(route.methods, route.path, target, is_async, route.stream_body, route.websocket)
             )

@@ -44,6 +44,12 @@ class Route:
     stream_body: bool = False
     #: A WebSocket route: ``handler`` takes a ``veter.websockets.WebSocket``.
     websocket: bool = False
+    #: Grouping for the API document (a router's, then the route's own).
+    tags: tuple[str, ...] = ()
+    #: Middleware of the routers it was declared in, inside the app's (outermost first).
+    middleware: tuple[Middleware, ...] = ()
+    #: A WebSocket route's ``veter.websockets.WebSocketSettings``.
+    websocket_settings: Any = None
 
     @property
     def is_async(self) -> bool:
