@@ -177,13 +177,105 @@ def test_exception_handler_most_specific_wins() -> None:
     assert (client.get("/c").status, client.get("/c").text) == (409, "child")
 
 
-def test_async_exception_handler_refused() -> None:
+@pytest.mark.parametrize("with_middleware", [False, True])
+def test_async_exception_handlers_are_awaited(with_middleware: bool) -> None:
     app = veter.App()
-    with pytest.raises(TypeError, match="plain def"):
+    if with_middleware:
 
-        @app.exception_handler(ValueError)
-        async def handler(request: veter.Request, exc: Exception) -> veter.Response:
-            return veter.text("x")
+        @app.middleware
+        async def passthrough(request: veter.Request, call_next: veter.routing.CallNext) -> veter.Response:
+            return await call_next(request)  # type: ignore[return-value]
+
+    @app.exception_handler(ValueError)
+    async def on_value(request: veter.Request, exc: Exception) -> veter.Response:
+        await asyncio.sleep(0)  # it really suspends
+        return veter.text(f"bad value: {exc}", status=422)
+
+    @app.get("/sync")
+    def sync(request: veter.Request) -> str:
+        raise ValueError("sync")
+
+    @app.get("/async")
+    async def async_(request: veter.Request) -> str:
+        raise ValueError("async")
+
+    @app.get("/fine")
+    def fine(request: veter.Request) -> str:
+        return "fine"
+
+    with TestClient(app) as client:
+        assert (client.get("/sync").status, client.get("/sync").text) == (422, "bad value: sync")
+        assert (client.get("/async").status, client.get("/async").text) == (422, "bad value: async")
+        assert client.get("/fine").text == "fine"
+
+
+def test_a_catch_all_handler_does_not_take_http_exceptions() -> None:
+    app = veter.App()
+
+    @app.exception_handler(Exception)
+    def catch_all(request: veter.Request, exc: Exception) -> veter.Response:
+        return veter.text("oops", status=500)
+
+    @app.get("/missing")
+    def missing(request: veter.Request) -> str:
+        raise veter.HTTPException(404, "no such item")
+
+    @app.post("/json")
+    async def json_body(request: veter.Request) -> str:
+        return str(await request.json())  # a bad body raises the core's 400
+
+    @app.get("/boom")
+    def boom(request: veter.Request) -> str:
+        raise RuntimeError("boom")
+
+    with TestClient(app) as client:
+        assert (client.get("/missing").status, client.get("/missing").text) == (404, "no such item")
+        assert client.post("/json", content=b"{not json").status == 400
+        assert (client.get("/boom").status, client.get("/boom").text) == (500, "oops")
+
+
+def test_http_exception_handlers_see_http_exceptions() -> None:
+    app = veter.App()
+
+    class Conflict(veter.HTTPException, ValueError):
+        pass
+
+    @app.exception_handler(veter.HTTPException)
+    async def http_errors(request: veter.Request, exc: veter.HTTPException) -> veter.Response:
+        return veter.json({"error": exc.detail}, status=exc.status)
+
+    @app.exception_handler(ValueError)
+    def values(request: veter.Request, exc: Exception) -> veter.Response:
+        return veter.text("value", status=400)
+
+    @app.get("/conflict")
+    def conflict(request: veter.Request) -> str:
+        raise Conflict(409, "taken")
+
+    @app.get("/value")
+    def value(request: veter.Request) -> str:
+        raise ValueError("x")
+
+    with TestClient(app) as client:
+        r = client.get("/conflict")
+        assert (r.status, r.json()) == (409, {"error": "taken"})
+        assert client.get("/value").text == "value"
+
+
+def test_a_failing_async_exception_handler_is_a_logged_500(caplog: pytest.LogCaptureFixture) -> None:
+    app = veter.App()
+
+    @app.exception_handler(KeyError)
+    async def broken(request: veter.Request, exc: Exception) -> veter.Response:
+        raise RuntimeError("handler broke")
+
+    @app.get("/k")
+    def k(request: veter.Request) -> str:
+        raise KeyError("k")
+
+    with TestClient(app) as client:
+        assert client.get("/k").status == 500
+    assert "exception handler for KeyError failed" in caplog.text
 
 
 def test_middleware_order_and_short_circuit() -> None:
@@ -429,3 +521,49 @@ def test_unmatched_handlers_are_fixed_once_serving() -> None:
     app = veter.App()
     with TestClient(app), pytest.raises(RuntimeError, match="cannot set the not-found handler"):
         app.not_found(lambda request: "x")
+
+
+def test_url_for() -> None:
+    app = veter.App()
+    router = veter.Router(prefix="/users")
+
+    @router.get("/{uid:int}")
+    def get_user(request: veter.Request, uid: int) -> str:
+        return "u"
+
+    @router.get("/{uid:int}/files/{rest:path}", name="user_file")
+    def file(request: veter.Request, uid: int, rest: str) -> str:
+        return "f"
+
+    @app.get("/search/{term}")
+    def search(request: veter.Request, term: str) -> str:
+        return term
+
+    app.include(router)
+    assert app.url_for("get_user", uid=7) == "/users/7"
+    assert app.url_for("user_file", uid=1, rest="a b/c.txt") == "/users/1/files/a%20b/c.txt"
+    assert app.url_for("search", term="x/y?z") == "/search/x%2Fy%3Fz"
+    with TestClient(app) as client:
+        assert client.get(app.url_for("search", term="x/y?z")).text == "x/y?z"
+    with pytest.raises(ValueError, match="no route is named 'nope'"):
+        app.url_for("nope")
+    with pytest.raises(ValueError, match="no value for the parameter 'uid'"):
+        app.url_for("get_user")
+    with pytest.raises(ValueError, match="no parameter named 'extra'"):
+        app.url_for("get_user", uid=1, extra=2)
+    with pytest.raises(TypeError, match="'uid' is an int parameter"):
+        app.url_for("get_user", uid="7")
+    with pytest.raises(ValueError, match="may not be empty"):
+        app.url_for("search", term="")
+
+
+def test_url_for_an_ambiguous_name() -> None:
+    app = veter.App()
+
+    def handler(request: veter.Request) -> str:
+        return ""
+
+    app.add_route("/a", handler)
+    app.add_route("/b", handler)
+    with pytest.raises(ValueError, match="names several paths"):
+        app.url_for("handler")

@@ -17,13 +17,16 @@ from veter.responses import Response
 from veter.routers import Router, RouteTable, included
 from veter.routing import (
     Endpoint,
+    ErrorResponder,
     Handler,
     Middleware,
     Route,
     compose,
     compose_unmatched,
+    is_async_callable,
     method_not_allowed,
     not_found,
+    path_for,
 )
 from veter.websockets import Sessions, entry_for
 
@@ -37,7 +40,7 @@ PROBE_ROUTES = ("veter.healthz", "veter.readyz", "veter.metrics")
 
 H = TypeVar("H", bound=Handler)
 Hook = Callable[[], Any]
-ExceptionHandler = Callable[[Any, Any], Response]
+ExceptionHandler = Callable[[Any, Any], Response | Awaitable[Response]]
 E = TypeVar("E", bound=ExceptionHandler)
 
 
@@ -97,6 +100,21 @@ class App(RouteTable):
     def routes(self) -> list[Route]:
         return list(self._routes)
 
+    def url_for(self, name: str, /, **params: object) -> str:
+        """The path of the route called ``name`` with ``params`` filled in:
+        ``app.url_for("get_user", uid=7)`` -> ``"/users/7"``. A route is called by its
+        ``name=`` or else its handler's ``__name__``; an unknown or ambiguous name,
+        and missing, extra or mistyped parameters, raise ``ValueError``/``TypeError``."""
+        found = [r for r in self._routes if (r.name or getattr(r.handler, "__name__", None)) == name]
+        if not found:
+            raise ValueError(f"url_for: no route is named {name!r}")
+        paths = {r.path for r in found}
+        if len(paths) > 1:
+            raise ValueError(
+                f"url_for: {name!r} names several paths ({', '.join(sorted(paths))}); give the routes name="
+            )
+        return path_for(found[0].path, params)
+
     # -- middleware, hooks, errors ---------------------------------------------
 
     def middleware(self, fn: Middleware) -> Middleware:
@@ -136,34 +154,82 @@ class App(RouteTable):
         return fn
 
     def exception_handler(self, exc_type: type[BaseException]) -> Callable[[E], E]:
-        """Register a plain ``def handler(request, exc) -> Response`` for ``exc_type``
-        (and its subclasses; the most specific registration wins)."""
+        """Register ``handler(request, exc) -> Response`` (``def`` or ``async def``) for
+        ``exc_type`` and its subclasses; the most specific registration wins.
+
+        Two layers, as in Starlette: an ``HTTPException`` (a 404 you raised, the 400 of
+        a bad JSON body) is answered by a handler registered for ``HTTPException`` or a
+        subclass of it, else as the exception says; handlers for other classes, a
+        catch-all ``Exception`` one included, see only unexpected exceptions.
+        """
 
         def register(fn: E) -> E:
-            if inspect.iscoroutinefunction(fn):
-                raise TypeError("exception handlers must be plain def functions returning a Response")
+            self._check_open("add an exception handler")
+            if not callable(fn):
+                raise TypeError(f"exception handler for {exc_type.__name__} is not callable: {fn!r}")
             self._exception_handlers[exc_type] = fn
             return fn
 
         return register
 
-    def handle_error(self, request: Any, exc: BaseException) -> Response:
-        """The response for an exception a handler raised (called by the core)."""
+    def _error_handler_for(self, exc: BaseException) -> tuple[type[BaseException], ExceptionHandler] | None:
+        # An HTTPException looks no further than HTTPException in its classes, so a
+        # handler for Exception (or another base it shares) never takes it.
         for klass in type(exc).__mro__:
             custom = self._exception_handlers.get(klass)
             if custom is not None:
-                try:
-                    response = custom(request, exc)
-                except Exception:
-                    log.exception("exception handler for %s failed", klass.__name__)
-                    break
-                if isinstance(response, Response):
-                    return response
-                log.error("exception handler for %s returned %r, not a Response", klass.__name__, response)
+                return klass, custom
+            if klass is HTTPException:
                 break
-        else:
-            if isinstance(exc, HTTPException):
-                return Response(exc.detail, status=exc.status, headers=exc.headers)
+        return None
+
+    def handle_error(self, request: Any, exc: BaseException) -> Response:
+        """The response for an exception a handler raised (the core calls this)."""
+        found = self._error_handler_for(exc)
+        if found is not None:
+            klass, custom = found
+            try:
+                response = custom(request, exc)
+                if inspect.isawaitable(response):
+                    # Reached only for the core's own errors when handlers are async
+                    # (routes then handle theirs in handle_error_async): an async
+                    # handler that does not suspend answers here too.
+                    response = _finish_now(response)
+            except Exception:
+                log.exception("exception handler for %s failed", klass.__name__)
+                return self._unhandled(request, exc)
+            return self._checked(request, exc, klass, response)
+        return self._default_answer(request, exc)
+
+    async def handle_error_async(self, request: Any, exc: BaseException) -> Response:
+        """``handle_error`` for routes wrapped in Python: async handlers are awaited."""
+        found = self._error_handler_for(exc)
+        if found is None:
+            return self._default_answer(request, exc)
+        klass, custom = found
+        try:
+            response = custom(request, exc)
+            if inspect.isawaitable(response):
+                response = await response
+        except Exception:
+            log.exception("exception handler for %s failed", klass.__name__)
+            return self._unhandled(request, exc)
+        return self._checked(request, exc, klass, response)
+
+    def _checked(
+        self, request: Any, exc: BaseException, klass: type[BaseException], response: Any
+    ) -> Response:
+        if isinstance(response, Response):
+            return response
+        log.error("exception handler for %s returned %r, not a Response", klass.__name__, response)
+        return self._unhandled(request, exc)
+
+    def _default_answer(self, request: Any, exc: BaseException) -> Response:
+        if isinstance(exc, HTTPException):
+            return Response(exc.detail, status=exc.status, headers=exc.headers)
+        return self._unhandled(request, exc)
+
+    def _unhandled(self, request: Any, exc: BaseException) -> Response:
         log.error(
             "unhandled error in %s %s",
             getattr(request, "method", "?"),
@@ -192,7 +258,7 @@ class App(RouteTable):
                 self._not_found or not_found,
                 self._method_not_allowed or method_not_allowed,
                 self._middleware,
-                self.handle_error,
+                self._route_error_handler(),
             )
         return _core.Dispatcher(
             table,
@@ -207,16 +273,27 @@ class App(RouteTable):
     def _endpoints(self) -> list[Endpoint]:
         """The routes as the core takes them: handlers inside the middleware."""
         table: list[Endpoint] = []
+        on_error = self._route_error_handler()
+        wrap = on_error is not self.handle_error
         for route in self._routes:
             serving = route
             if route.websocket:
                 entry = entry_for(route.handler, route.websocket_settings, self._config, self.websockets)
                 serving = dataclasses.replace(route, handler=entry)
-            target, is_async = compose(serving, [*self._middleware, *route.middleware], self.handle_error)
+            middleware = [*self._middleware, *route.middleware]
+            target, is_async = compose(serving, middleware, on_error, wrap=wrap)
             table.append(
                 Endpoint(route.methods, route.path, target, is_async, route.stream_body, route.websocket)
             )
         return table
+
+    def _route_error_handler(self) -> ErrorResponder:
+        """How routes answer their exceptions: the core calls ``handle_error`` itself,
+        unless an exception handler is async; then every route is wrapped in Python
+        to await it (a cost only apps with async exception handlers pay)."""
+        if any(is_async_callable(fn) for fn in self._exception_handlers.values()):
+            return self.handle_error_async
+        return self.handle_error
 
     def _config(self) -> ServerConfig:
         return self._serving_config
@@ -285,6 +362,17 @@ class App(RouteTable):
     def _check_open(self, what: str) -> None:
         if self._frozen:
             raise RuntimeError(f"cannot {what} after the app started serving")
+
+
+def _finish_now(awaitable: Any) -> Any:
+    """The value of an awaitable that completes without suspending (else an error)."""
+    coroutine = awaitable.__await__()
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("an async exception handler suspended where the core needs its answer at once")
 
 
 async def _maybe_await(value: Any) -> Any:

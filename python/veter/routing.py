@@ -7,9 +7,11 @@ Everything here runs once, when the app is frozen (STYLE 3): the core then calls
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from veter.concurrency import run_in_thread
 from veter.responses import AnyResponse, Response, to_response
@@ -19,7 +21,8 @@ __all__ = ["Handler", "Middleware", "Route", "compose", "is_async_callable"]
 Handler = Callable[..., Any]
 CallNext = Callable[[Any], Awaitable[AnyResponse]]
 Middleware = Callable[[Any, CallNext], Awaitable[AnyResponse]]
-ErrorResponder = Callable[[Any, BaseException], Response]
+#: The app's answer to a handler's exception: a Response, or an awaitable of one.
+ErrorResponder = Callable[[Any, BaseException], Response | Awaitable[Response]]
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
 
@@ -75,6 +78,38 @@ class Endpoint:
     websocket: bool
 
 
+_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::(str|int|path))?\}")
+
+
+def path_for(template: str, params: Mapping[str, object]) -> str:
+    """The path ``template`` (``/users/{uid:int}/files/{rest:path}``) with ``params``
+    put in: ``str`` values percent-encoded as one segment, ``path`` values with their
+    slashes kept, ``int`` values as digits. A missing, extra or mistyped parameter
+    is an error naming it."""
+    used: set[str] = set()
+
+    def fill(match: re.Match[str]) -> str:
+        name, kind = match.group(1), match.group(2) or "str"
+        if name not in params:
+            raise ValueError(f"{template}: no value for the parameter {name!r}")
+        used.add(name)
+        value = params[name]
+        if kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{template}: {name!r} is an int parameter, got {value!r}")
+            return str(value)
+        text = str(value)
+        if not text:
+            raise ValueError(f"{template}: {name!r} may not be empty")
+        return quote(text, safe="/" if kind == "path" else "")
+
+    path = _PARAM.sub(fill, template)
+    extra = sorted(set(params) - used)
+    if extra:
+        raise ValueError(f"{template}: no parameter named {', '.join(repr(e) for e in extra)}")
+    return path
+
+
 def normalise_methods(methods: Sequence[str] | str) -> tuple[str, ...]:
     if isinstance(methods, str):
         methods = [methods]
@@ -110,15 +145,19 @@ def target_for(route: Route) -> tuple[Handler, bool]:
     return route.handler, route.is_async
 
 
-def compose(route: Route, middleware: Sequence[Middleware], on_error: ErrorResponder) -> tuple[Handler, bool]:
+def compose(
+    route: Route, middleware: Sequence[Middleware], on_error: ErrorResponder, *, wrap: bool = False
+) -> tuple[Handler, bool]:
     """The route's handler wrapped in the middleware chain, built once.
 
     Inside the chain every result is a ``Response`` and every handler exception has
     already become one (through the app's exception handlers), so a middleware can
-    rely on ``await call_next(request)`` returning a ``Response``.
+    rely on ``await call_next(request)`` returning a ``Response``. Without
+    middleware the handler is called by the core as it is, unless ``wrap`` (the
+    app's exception handlers must be awaited, which the core does not do).
     """
     handler, is_async = target_for(route)
-    if not middleware:
+    if not middleware and not wrap:
         return handler, is_async
 
     async def endpoint(request: Any) -> AnyResponse:
@@ -128,7 +167,7 @@ def compose(route: Route, middleware: Sequence[Middleware], on_error: ErrorRespo
                 result = await result
             return to_response(result)
         except Exception as exc:  # noqa: BLE001 - becomes the error response
-            return on_error(request, exc)
+            return await _answer_error(on_error, request, exc)
 
     chain: CallNext = endpoint
     for mw in reversed(middleware):
@@ -169,7 +208,7 @@ def compose_unmatched(
                 result = await result
             return to_response(result)
         except Exception as exc:  # noqa: BLE001 - becomes the error response
-            return on_error(request, exc)
+            return await _answer_error(on_error, request, exc)
 
     async def entry(request: Any, allow: str | None = None, answer: Response | None = None) -> AnyResponse:
         async def endpoint(request: Any) -> AnyResponse:
@@ -183,6 +222,13 @@ def compose_unmatched(
         return await chain(request)
 
     return entry
+
+
+async def _answer_error(on_error: ErrorResponder, request: Any, exc: BaseException) -> Response:
+    answer = on_error(request, exc)
+    if inspect.isawaitable(answer):
+        return await answer
+    return answer
 
 
 def _link(mw: Middleware, call_next: CallNext) -> CallNext:
