@@ -12,8 +12,9 @@ from typing import Any, ClassVar, TypeVar
 from veter import _core
 from veter.config import ServerConfig
 from veter.datastructures import State
-from veter.exceptions import HTTPException
+from veter.exceptions import HTTPException, RequestValidationError
 from veter.responses import Response
+from veter.responses import json as json_response
 from veter.routers import Router, RouteTable, included
 from veter.routing import (
     Endpoint,
@@ -28,6 +29,7 @@ from veter.routing import (
     not_found,
     path_for,
 )
+from veter.typed import typed_route
 from veter.websockets import Sessions, entry_for
 
 __all__ = ["App"]
@@ -225,6 +227,8 @@ class App(RouteTable):
         return self._unhandled(request, exc)
 
     def _default_answer(self, request: Any, exc: BaseException) -> Response:
+        if isinstance(exc, RequestValidationError):
+            return json_response({"detail": exc.errors}, status=422, headers=exc.headers)
         if isinstance(exc, HTTPException):
             return Response(exc.detail, status=exc.status, headers=exc.headers)
         return self._unhandled(request, exc)
@@ -276,7 +280,7 @@ class App(RouteTable):
         on_error = self._route_error_handler()
         wrap = on_error is not self.handle_error
         for route in self._routes:
-            serving = route
+            serving = typed_route(route)
             if route.websocket:
                 entry = entry_for(route.handler, route.websocket_settings, self._config, self.websockets)
                 serving = dataclasses.replace(route, handler=entry)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["HTTPException"]
+__all__ = ["HTTPException", "RequestValidationError"]
 
 
 class HTTPException(Exception):
@@ -29,6 +29,23 @@ class HTTPException(Exception):
 
     def __repr__(self) -> str:
         return f"HTTPException({self.status}, {self.detail!r})"
+
+
+class RequestValidationError(HTTPException):
+    """A typed handler's request did not validate: answered 422 with every problem.
+
+    ``errors`` is a list of ``{"type", "loc", "msg"}`` dicts (plus ``"input"``, the
+    offending value, except for headers and cookies, which may hold secrets); the
+    answer's JSON body is ``{"detail": errors}``, the shape FastAPI clients read.
+    Register an exception handler for it (or for ``HTTPException``) to change it.
+    """
+
+    def __init__(self, errors: list[dict[str, object]]) -> None:
+        super().__init__(422)
+        self.errors = errors
+
+    def __repr__(self) -> str:
+        return f"RequestValidationError({self.errors!r})"
 
 
 def _reason(status: int) -> str:

@@ -1,0 +1,218 @@
+"""Calling a typed handler: its values read and checked, its body decoded, its
+answer encoded, as its plan says. Built once per route; per request the work is
+a few lookups and one compiled msgspec conversion for all the values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from veter.concurrency import run_in_thread
+from veter.exceptions import HTTPException, RequestValidationError
+from veter.responses import Response
+from veter.streaming import StreamingResponse
+from veter.typed.explain import Problem, explain, from_validation_error, problem
+from veter.typed.kinds import is_pydantic_model, strip_optional
+from veter.typed.signature import REQUIRED, Plan, Source
+
+__all__ = ["adapter_for"]
+
+_PASS_THROUGH = (Response, StreamingResponse, str, bytes)
+#: Headers and cookies may carry secrets: their values are not echoed in a 422.
+_HIDDEN = frozenset({"header", "cookie"})
+
+
+def adapter_for(plan: Plan, *, is_async: bool, blocking: bool) -> Callable[..., Any]:
+    """What the core calls, ``(request, **path_params)``, for a typed handler."""
+    read_values = _values_reader(plan)
+    read_body = _body_reader(plan.body) if plan.body is not None else None
+    encode = _encoder(plan.returns) if plan.returns is not None else None
+    handler = plan.handler
+    request_name = plan.request_name
+
+    def arguments(request: Any, path: dict[str, Any], body: Any) -> dict[str, Any]:
+        kwargs = read_values(request, path)
+        if request_name is not None:
+            kwargs[request_name] = request
+        if plan.body is not None and body is not REQUIRED:
+            kwargs[plan.body.name] = body
+        return kwargs
+
+    if not is_async and not blocking and read_body is None:
+
+        def call_sync(request: Any, **path: Any) -> Any:
+            result = handler(**arguments(request, path, REQUIRED))
+            return encode(result) if encode is not None else result
+
+        call_sync.__qualname__ = getattr(handler, "__qualname__", "handler")
+        return call_sync
+
+    async def call(request: Any, **path: Any) -> Any:
+        body = REQUIRED
+        if read_body is not None:
+            body = read_body(request, await request.body())
+        kwargs = arguments(request, path, body)
+        if blocking:
+            result = await run_in_thread(handler, **kwargs)
+        else:
+            result = handler(**kwargs)
+            if is_async:
+                result = await result
+        return encode(result) if encode is not None else result
+
+    call.__qualname__ = getattr(handler, "__qualname__", "handler")
+    return call
+
+
+def _values_reader(plan: Plan) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
+    sources = plan.values
+    if not sources:
+        return lambda request, path: {}
+    fields = [(s.name, s.type, msgspec.NODEFAULT if s.required else s.default) for s in sources]
+    model = msgspec.defstruct("Values", fields, kw_only=True)
+    names = [s.name for s in sources]
+    wants = {s.location for s in sources}
+
+    def read(request: Any, path: dict[str, Any]) -> dict[str, Any]:
+        query = request.query if "query" in wants else None
+        headers = request.headers if "header" in wants else None
+        cookies = request.cookies if "cookie" in wants else None
+        raw: dict[str, Any] = {}
+        for source in sources:
+            value = _raw(source, path, query, headers, cookies)
+            if value is not msgspec.UNSET:
+                raw[source.name] = value
+        try:
+            checked = msgspec.convert(raw, model, strict=False)
+        except msgspec.ValidationError:
+            raise RequestValidationError(_values_problems(sources, raw)) from None
+        return {name: getattr(checked, name) for name in names}
+
+    return read
+
+
+def _raw(source: Source, path: dict[str, Any], query: Any, headers: Any, cookies: Any) -> Any:
+    location = source.location
+    if location == "path":
+        return path.get(source.key, msgspec.UNSET)
+    if location == "query":
+        if source.many:
+            values = query.getall(source.key)
+            return values if values else msgspec.UNSET
+        return query.get(source.key, msgspec.UNSET)
+    if location == "header":
+        return headers.get(source.key, msgspec.UNSET)
+    return cookies.get(source.key, msgspec.UNSET)
+
+
+def _values_problems(sources: tuple[Source, ...], raw: dict[str, Any]) -> list[Problem]:
+    found: list[Problem] = []
+    for source in sources:
+        loc: list[Any] = [source.location, source.key]
+        show = source.location not in _HIDDEN
+        if source.name not in raw:
+            if source.required:
+                found.append(problem(loc, "Field required", "missing"))
+            continue
+        value = raw[source.name]
+        try:
+            msgspec.convert(value, source.type, strict=False)
+        except msgspec.ValidationError as error:
+            found.append(from_validation_error(error, loc, value, show=show))
+    return found
+
+
+def _body_reader(source: Source) -> Callable[[Any, bytes], Any]:
+    tp = source.type
+    optional = strip_optional(tp) is not tp or not source.required
+    model = strip_optional(tp)
+    if is_pydantic_model(model):
+        return _pydantic_body_reader(source, model, optional)
+    decoder = msgspec.json.Decoder(tp)
+
+    def read(request: Any, body: bytes) -> Any:
+        if not body:
+            return _empty_body(source, optional)
+        _check_content_type(request)
+        try:
+            return decoder.decode(body)
+        except msgspec.ValidationError as error:
+            raise RequestValidationError(_body_problems(body, tp, error)) from None
+        except (msgspec.DecodeError, UnicodeDecodeError) as error:
+            raise HTTPException(400, f"request body is not valid JSON: {error}") from None
+
+    return read
+
+
+def _pydantic_body_reader(source: Source, model: Any, optional: bool) -> Callable[[Any, bytes], Any]:
+    import pydantic
+
+    def read(request: Any, body: bytes) -> Any:
+        if not body:
+            return _empty_body(source, optional)
+        _check_content_type(request)
+        try:
+            return model.model_validate_json(body)
+        except pydantic.ValidationError as error:
+            problems = []
+            for item in error.errors(include_url=False):
+                if item["type"] == "json_invalid":
+                    raise HTTPException(400, f"request body is not valid JSON: {item['msg']}") from None
+                problems.append(problem(["body", *item["loc"]], item["msg"], item["type"], item.get("input")))
+            raise RequestValidationError(problems) from None
+
+    return read
+
+
+def _empty_body(source: Source, optional: bool) -> Any:
+    if optional:
+        return None if source.required else source.default
+    raise RequestValidationError([problem(["body"], "Field required", "missing")])
+
+
+def _check_content_type(request: Any) -> None:
+    content_type = request.headers.get("content-type")
+    if content_type is None:
+        return  # taken as JSON, as curl -d and most clients mean it
+    media = content_type.partition(";")[0].strip().lower()
+    if media != "application/json" and not (media.startswith("application/") and media.endswith("+json")):
+        raise HTTPException(415, f"the body must be application/json, not {media or 'empty'!r}")
+
+
+def _body_problems(body: bytes, tp: Any, error: msgspec.ValidationError) -> list[Problem]:
+    first = [from_validation_error(error, ["body"], msgspec.UNSET)]
+    try:
+        value = msgspec.json.decode(body)
+        return explain(value, tp, ["body"]) or first
+    except UnicodeDecodeError:
+        # The typed decoder met a type error before the bad bytes.
+        raise HTTPException(400, "request body is not valid JSON: it is not UTF-8") from None
+    except (msgspec.DecodeError, RecursionError):
+        # Valid for the typed decoder up to its first error, but not as plain
+        # Python values (a number out of range, nesting deeper than Python's
+        # recursion): the first problem is the answer.
+        return first
+
+
+def _encoder(returns: Any) -> Callable[[Any], Any]:
+    model = strip_optional(returns)
+    if is_pydantic_model(model):
+
+        def encode_pydantic(result: Any) -> Any:
+            if isinstance(result, _PASS_THROUGH):
+                return result
+            return Response(result.model_dump_json(), content_type="application/json")
+
+        return encode_pydantic
+    # Structs and dataclasses are encoded by their fields, TypedDicts as the dicts
+    # they are.
+    encoder = msgspec.json.Encoder()
+
+    def encode(result: Any) -> Any:
+        if isinstance(result, _PASS_THROUGH):
+            return result
+        return Response(encoder.encode(result), content_type="application/json")
+
+    return encode

@@ -1,0 +1,215 @@
+"""A typed handler's signature, read once at startup into a plan: where each
+parameter comes from, its type and default, and how the body and the answer are
+decoded and encoded. A signature that cannot be served is an error naming the
+handler and the parameter, before the app serves anything."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from veter.params import Body, Param, Path, Query
+from veter.typed.kinds import is_model, is_pydantic_model, is_scalar, list_item, strip_optional, unannotated
+
+__all__ = ["Plan", "Source", "plan_for"]
+
+REQUIRED: Any = inspect.Parameter.empty
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """One parameter: its Python name, where it is read, its type and default."""
+
+    name: str
+    location: str
+    #: The name in the request (a header's as sent; a query key; a cookie name).
+    key: str
+    #: The type checked, with the marker's constraints as msgspec.Meta.
+    type: Any
+    default: Any
+    #: A list-typed query parameter: every value of a repeated key.
+    many: bool = False
+    marker: Param | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """How to call a typed handler."""
+
+    handler: Callable[..., Any]
+    #: The parameter that receives the request, if any.
+    request_name: str | None
+    #: Path, query, header and cookie values, checked together.
+    values: tuple[Source, ...]
+    body: Source | None
+    #: The declared return type when the answer is encoded from it (a model).
+    returns: Any
+
+
+def plan_for(handler: Callable[..., Any], path_names: set[str], where: str) -> Plan | None:
+    """The plan for ``handler`` on a route whose path names ``path_names``, or None
+    for a plain handler (the request first, then path parameters by name or
+    ``**params``, no model return type): those are called as they are, at no
+    extra cost."""
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):
+        return None  # a callable without a signature: called as veter always did
+    parameters = list(signature.parameters.values())
+    # A callable object's annotations are on its __call__.
+    annotated = handler if inspect.isroutine(handler) else getattr(type(handler), "__call__", handler)  # noqa: B004
+    try:
+        hints = typing.get_type_hints(annotated, include_extras=True)
+    except Exception as exc:  # noqa: BLE001 - any failure to resolve an annotation
+        if _plain(parameters, {}, path_names, by_name_only=True):
+            return None
+        raise TypeError(f"{where}: cannot resolve the handler's annotations: {exc}") from None
+    if _plain(parameters, hints, path_names, by_name_only=False):
+        return None
+    request_name: str | None = None
+    if parameters and _is_request(parameters[0], hints):
+        request_name = parameters[0].name
+        parameters = parameters[1:]
+    returns = hints.get("return", REQUIRED)
+    encoded_return = returns if returns is not REQUIRED and is_model(returns) else None
+    values: list[Source] = []
+    body: Source | None = None
+    for parameter in parameters:
+        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue  # nothing is passed to them
+        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise TypeError(
+                f"{where}: parameter {parameter.name!r} is positional-only; values are passed by name"
+            )
+        hint = hints.get(parameter.name, str)
+        source = _source(parameter, hint, path_names, where)
+        if source.location == "body":
+            if body is not None:
+                raise TypeError(
+                    f"{where}: parameters {body.name!r} and {source.name!r} both read the body; "
+                    "declare one model holding both"
+                )
+            body = source
+        else:
+            values.append(source)
+    return Plan(handler, request_name, tuple(values), body, encoded_return)
+
+
+def _plain(
+    parameters: list[inspect.Parameter], hints: dict[str, Any], path_names: set[str], *, by_name_only: bool
+) -> bool:
+    """A handler veter calls as it is: ``(request, **path_params)``."""
+    if not parameters or parameters[0].kind is inspect.Parameter.VAR_KEYWORD:
+        return False
+    if not _is_request(parameters[0], hints):
+        return False
+    if not by_name_only and "return" in hints and is_model(hints["return"]):
+        return False
+    for parameter in parameters[1:]:
+        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        if parameter.name not in path_names:
+            return False
+        if not by_name_only and _marker(hints.get(parameter.name)) is not None:
+            return False
+    return True
+
+
+def _is_request(parameter: inspect.Parameter, hints: dict[str, Any]) -> bool:
+    """Whether the (first) parameter receives the request: annotated
+    ``veter.Request`` (or ``Any``), or not annotated at all, as the first parameter
+    of every plain veter handler is (``def index(request)``, ``lambda r: ...``)."""
+    from veter._core import Request
+
+    if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+        return False
+    hint = hints.get(parameter.name)
+    return hint is None or hint is Request or hint is Any
+
+
+def _marker(hint: Any) -> Param | None:
+    if typing.get_origin(hint) is typing.Annotated:
+        for meta in typing.get_args(hint)[1:]:
+            if isinstance(meta, Param):
+                return meta
+            if isinstance(meta, type) and issubclass(meta, Param):
+                return meta()
+    return None
+
+
+def _source(parameter: inspect.Parameter, hint: Any, path_names: set[str], where: str) -> Source:
+    name = parameter.name
+    marker = _marker(hint)
+    base = unannotated(hint)
+    default = parameter.default
+    if marker is None:
+        if name in path_names:
+            marker = Path()
+        elif is_model(base):
+            marker = Body()
+        else:
+            marker = Query()
+    location = marker.location
+    if location == "path" and name not in path_names:
+        raise TypeError(f"{where}: parameter {name!r} is marked Path() but the route's path does not name it")
+    if name in path_names and location != "path":
+        raise TypeError(
+            f"{where}: parameter {name!r} is in the route's path and marked {type(marker).__name__}(); "
+            "a parameter comes from one place"
+        )
+    checked = _with_constraints(base, marker, f"{where}: parameter {name!r}")
+    if location == "body":
+        if not (is_model(base) or marker.location == "body"):
+            raise TypeError(f"{where}: parameter {name!r}: a body is a model type")
+        _check_supported(checked, f"{where}: parameter {name!r}", allow_pydantic=True)
+        return Source(name, "body", name, checked, default, marker=marker)
+    many = False
+    if not is_scalar(base):
+        item = list_item(base)
+        if item is None or location != "query":
+            kinds = "a scalar or a list of scalars" if location == "query" else "a scalar"
+            raise TypeError(
+                f"{where}: parameter {name!r} ({location}) has type {_name(base)}; it must be {kinds} "
+                "(str, int, float, bool, UUID, date/time, Decimal, Enum, Literal), or a model for the body"
+            )
+        many = True
+    _check_supported(checked, f"{where}: parameter {name!r}", allow_pydantic=False)
+    key = marker.alias or (name.replace("_", "-") if location == "header" else name)
+    if location == "header":
+        key = key.lower()
+    return Source(name, location, key, checked, default, many, marker)
+
+
+def _with_constraints(tp: Any, marker: Param, what: str) -> Any:
+    constraints = marker.constraints()
+    if not constraints:
+        return tp
+    try:
+        meta = msgspec.Meta(**constraints)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what}: {exc}") from None
+    if is_pydantic_model(strip_optional(tp)):
+        return tp
+    return typing.Annotated[tp, meta]
+
+
+def _check_supported(tp: Any, what: str, *, allow_pydantic: bool) -> None:
+    if allow_pydantic and is_pydantic_model(strip_optional(tp)):
+        return
+    try:
+        msgspec.inspect.type_info(tp)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what}: type {_name(tp)} cannot be validated: {exc}") from None
+
+
+def _name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or repr(tp)
