@@ -76,6 +76,9 @@ class App(RouteTable):
         self._serving_config = self.config
         #: The open WebSocket connections of this process.
         self.websockets = Sessions()
+        #: Replacements for dependencies (``Depends``), for tests:
+        #: ``app.dependency_overrides[get_db] = fake_db``; read per request.
+        self.dependency_overrides: dict[Callable[..., Any], Callable[..., Any]] = {}
 
     # -- routes ---------------------------------------------------------------
 
@@ -262,7 +265,7 @@ class App(RouteTable):
                 self._not_found or not_found,
                 self._method_not_allowed or method_not_allowed,
                 self._middleware,
-                self._route_error_handler(),
+                self.handle_error_async if self._async_error_handlers() else self.handle_error,
             )
         return _core.Dispatcher(
             table,
@@ -277,10 +280,11 @@ class App(RouteTable):
     def _endpoints(self) -> list[Endpoint]:
         """The routes as the core takes them: handlers inside the middleware."""
         table: list[Endpoint] = []
-        on_error = self._route_error_handler()
-        wrap = on_error is not self.handle_error
+        # Bound methods are made anew on each access: compare the choice, not identity.
+        wrap = self._async_error_handlers()
+        on_error: ErrorResponder = self.handle_error_async if wrap else self.handle_error
         for route in self._routes:
-            serving = typed_route(route)
+            serving = typed_route(route, self.dependency_overrides)
             if route.websocket:
                 entry = entry_for(route.handler, route.websocket_settings, self._config, self.websockets)
                 serving = dataclasses.replace(route, handler=entry)
@@ -291,13 +295,11 @@ class App(RouteTable):
             )
         return table
 
-    def _route_error_handler(self) -> ErrorResponder:
-        """How routes answer their exceptions: the core calls ``handle_error`` itself,
-        unless an exception handler is async; then every route is wrapped in Python
-        to await it (a cost only apps with async exception handlers pay)."""
-        if any(is_async_callable(fn) for fn in self._exception_handlers.values()):
-            return self.handle_error_async
-        return self.handle_error
+    def _async_error_handlers(self) -> bool:
+        """Whether an exception handler is async. Routes then answer their
+        exceptions in Python, to await it (a cost only such apps pay); else the core
+        calls ``handle_error`` itself."""
+        return any(is_async_callable(fn) for fn in self._exception_handlers.values())
 
     def _config(self) -> ServerConfig:
         return self._serving_config

@@ -129,7 +129,7 @@ def test_plain_handlers_are_not_wrapped() -> None:
     plain = next(r for r in app.routes if r.path == "/plain/{name}")
     from veter.typed import typed_route
 
-    assert typed_route(plain) is plain
+    assert typed_route(plain, {}) is plain
     with TestClient(app) as client:
         assert client.get("/plain/x").text == "x"
 
