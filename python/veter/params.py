@@ -14,10 +14,11 @@ are checked by msgspec in compiled code (``msgspec.Meta``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Body", "Cookie", "Header", "Param", "Path", "Query"]
+__all__ = ["Body", "Cookie", "Depends", "Header", "Param", "Path", "Query"]
 
 
 @dataclass(frozen=True)
@@ -89,3 +90,19 @@ class Body(Param):
     """The JSON request body, decoded into the parameter's type."""
 
     location = "body"
+
+
+@dataclass(frozen=True)
+class Depends:
+    """A value made per request by ``dependency`` (``def`` or ``async def``, or a
+    generator of either that yields the value and cleans up after the handler).
+
+    ``Annotated[Conn, Depends(get_conn)]`` or ``conn: Conn = Depends(get_conn)``.
+    The dependency's own parameters are read like a handler's (query, headers,
+    the request, other dependencies). Called once per request however many
+    parameters ask for it, unless ``use_cache=False``; replaced in tests through
+    ``app.dependency_overrides[dependency] = fake``.
+    """
+
+    dependency: Callable[..., Any]
+    use_cache: bool = True

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable, MutableMapping
+from typing import Any
 
 from veter.routing import Route, is_async_callable
 from veter.typed.call import adapter_for
@@ -29,15 +31,26 @@ def plan_of(route: Route) -> Plan | None:
     """The plan of ``route``'s handler (None: a plain handler or a WebSocket route)."""
     if route.websocket:
         return None
-    handler = route.handler
-    where = f"{','.join(route.methods)} {route.path} ({getattr(handler, '__qualname__', repr(handler))})"
-    return plan_for(handler, path_names(route.path), where)
+    return plan_for(route.handler, path_names(route.path), _where(route))
 
 
-def typed_route(route: Route) -> Route:
-    """``route`` as the core calls it: unchanged, or with its typed adapter."""
+def typed_route(route: Route, overrides: MutableMapping[Callable[..., Any], Callable[..., Any]]) -> Route:
+    """``route`` as the core calls it: unchanged, or with its typed adapter.
+    ``overrides``: the app's ``dependency_overrides``, read per request."""
     plan = plan_of(route)
     if plan is None:
         return route
-    adapter = adapter_for(plan, is_async=is_async_callable(route.handler), blocking=route.blocking)
+    adapter = adapter_for(
+        plan,
+        is_async=is_async_callable(route.handler),
+        blocking=route.blocking,
+        overrides=overrides,
+        path_names=path_names(route.path),
+        where=_where(route),
+    )
     return dataclasses.replace(route, handler=adapter, blocking=False)
+
+
+def _where(route: Route) -> str:
+    handler = route.handler
+    return f"{','.join(route.methods)} {route.path} ({getattr(handler, '__qualname__', repr(handler))})"

@@ -4,7 +4,7 @@ a few lookups and one compiled msgspec conversion for all the values."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 import msgspec
@@ -13,6 +13,7 @@ from veter.concurrency import run_in_thread
 from veter.exceptions import HTTPException, RequestValidationError
 from veter.responses import Response
 from veter.streaming import StreamingResponse
+from veter.typed.depends import Solver, finish
 from veter.typed.explain import Problem, explain, from_validation_error, problem
 from veter.typed.kinds import is_pydantic_model, strip_optional
 from veter.typed.signature import REQUIRED, Plan, Source
@@ -24,12 +25,41 @@ _PASS_THROUGH = (Response, StreamingResponse, str, bytes)
 _HIDDEN = frozenset({"header", "cookie"})
 
 
-def adapter_for(plan: Plan, *, is_async: bool, blocking: bool) -> Callable[..., Any]:
+def adapter_for(
+    plan: Plan,
+    *,
+    is_async: bool,
+    blocking: bool,
+    overrides: MutableMapping[Callable[..., Any], Callable[..., Any]],
+    path_names: set[str],
+    where: str,
+) -> Callable[..., Any]:
     """What the core calls, ``(request, **path_params)``, for a typed handler."""
-    read_values = _values_reader(plan)
-    read_body = _body_reader(plan.body) if plan.body is not None else None
     encode = _encoder(plan.returns) if plan.returns is not None else None
     handler = plan.handler
+    if plan.dependencies:
+        solver = Solver(plan, _values_reader, _plan_body_reader, overrides, path_names, where)
+
+        async def call_with_dependencies(request: Any, **path: Any) -> Any:
+            exits: list[Any] = []
+            try:
+                kwargs = await solver.arguments(request, path, exits)
+                if blocking:
+                    result = await run_in_thread(handler, **kwargs)
+                else:
+                    result = handler(**kwargs)
+                    if is_async:
+                        result = await result
+            except BaseException as error:
+                await finish(exits, error)
+                raise
+            await finish(exits, None)
+            return encode(result) if encode is not None else result
+
+        call_with_dependencies.__qualname__ = getattr(handler, "__qualname__", "handler")
+        return call_with_dependencies
+    read_values = _values_reader(plan)
+    read_body = _plan_body_reader(plan)
     request_name = plan.request_name
 
     def arguments(request: Any, path: dict[str, Any], body: Any) -> dict[str, Any]:
@@ -122,6 +152,10 @@ def _values_problems(sources: tuple[Source, ...], raw: dict[str, Any]) -> list[P
         except msgspec.ValidationError as error:
             found.append(from_validation_error(error, loc, value, show=show))
     return found
+
+
+def _plan_body_reader(plan: Plan) -> Callable[[Any, bytes], Any] | None:
+    return _body_reader(plan.body) if plan.body is not None else None
 
 
 def _body_reader(source: Source) -> Callable[[Any, bytes], Any]:

@@ -13,10 +13,11 @@ from typing import Any
 
 import msgspec
 
-from veter.params import Body, Param, Path, Query
+from veter._core import Request
+from veter.params import Body, Depends, Param, Path, Query
 from veter.typed.kinds import is_model, is_pydantic_model, is_scalar, list_item, strip_optional, unannotated
 
-__all__ = ["Plan", "Source", "plan_for"]
+__all__ = ["Dependency", "Plan", "Source", "dependency_plan", "plan_for"]
 
 REQUIRED: Any = inspect.Parameter.empty
 
@@ -42,8 +43,18 @@ class Source:
 
 
 @dataclasses.dataclass(frozen=True)
+class Dependency:
+    """A parameter whose value a dependency makes (``Depends``)."""
+
+    name: str
+    call: Callable[..., Any]
+    use_cache: bool
+    plan: Plan
+
+
+@dataclasses.dataclass(frozen=True)
 class Plan:
-    """How to call a typed handler."""
+    """How to call a typed handler (or a dependency)."""
 
     handler: Callable[..., Any]
     #: The parameter that receives the request, if any.
@@ -53,9 +64,23 @@ class Plan:
     body: Source | None
     #: The declared return type when the answer is encoded from it (a model).
     returns: Any
+    dependencies: tuple[Dependency, ...] = ()
+
+    def walk(self) -> list[Plan]:
+        """This plan and its dependencies' plans, depth first, each once."""
+        seen: dict[int, Plan] = {}
+        stack = [self]
+        while stack:
+            plan = stack.pop()
+            if id(plan) not in seen:
+                seen[id(plan)] = plan
+                stack.extend(d.plan for d in reversed(plan.dependencies))
+        return list(seen.values())
 
 
-def plan_for(handler: Callable[..., Any], path_names: set[str], where: str) -> Plan | None:
+def plan_for(
+    handler: Callable[..., Any], path_names: set[str], where: str, *, dependency: bool = False
+) -> Plan | None:
     """The plan for ``handler`` on a route whose path names ``path_names``, or None
     for a plain handler (the request first, then path parameters by name or
     ``**params``, no model return type): those are called as they are, at no
@@ -63,6 +88,8 @@ def plan_for(handler: Callable[..., Any], path_names: set[str], where: str) -> P
     try:
         signature = inspect.signature(handler)
     except (TypeError, ValueError):
+        if dependency:
+            raise TypeError(f"{where}: cannot read the dependency's signature") from None
         return None  # a callable without a signature: called as veter always did
     parameters = list(signature.parameters.values())
     # A callable object's annotations are on its __call__.
@@ -70,19 +97,29 @@ def plan_for(handler: Callable[..., Any], path_names: set[str], where: str) -> P
     try:
         hints = typing.get_type_hints(annotated, include_extras=True)
     except Exception as exc:  # noqa: BLE001 - any failure to resolve an annotation
-        if _plain(parameters, {}, path_names, by_name_only=True):
+        if not dependency and _plain(parameters, {}, path_names, by_name_only=True):
             return None
-        raise TypeError(f"{where}: cannot resolve the handler's annotations: {exc}") from None
-    if _plain(parameters, hints, path_names, by_name_only=False):
+        raise TypeError(
+            f"{where}: cannot resolve the handler's annotations ({exc}); the types a typed handler "
+            "names must be importable from its module (not local to a function)"
+        ) from None
+    if not dependency and _plain(parameters, hints, path_names, by_name_only=False):
         return None
     request_name: str | None = None
-    if parameters and _is_request(parameters[0], hints):
+    if dependency:
+        for parameter in parameters:
+            hint = hints.get(parameter.name)
+            if hint is Request or (parameter.name == "request" and hint is None):
+                request_name = parameter.name
+        parameters = [p for p in parameters if p.name != request_name]
+    elif parameters and _is_request(parameters[0], hints):
         request_name = parameters[0].name
         parameters = parameters[1:]
     returns = hints.get("return", REQUIRED)
     encoded_return = returns if returns is not REQUIRED and is_model(returns) else None
     values: list[Source] = []
     body: Source | None = None
+    dependencies: list[Dependency] = []
     for parameter in parameters:
         if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             continue  # nothing is passed to them
@@ -91,6 +128,19 @@ def plan_for(handler: Callable[..., Any], path_names: set[str], where: str) -> P
                 f"{where}: parameter {parameter.name!r} is positional-only; values are passed by name"
             )
         hint = hints.get(parameter.name, str)
+        depends = _depends(parameter, hint)
+        if depends is not None:
+            dependencies.append(
+                Dependency(
+                    parameter.name,
+                    depends.dependency,
+                    depends.use_cache,
+                    dependency_plan(
+                        depends.dependency, path_names, f"{where}: dependency {parameter.name!r}"
+                    ),
+                )
+            )
+            continue
         source = _source(parameter, hint, path_names, where)
         if source.location == "body":
             if body is not None:
@@ -101,7 +151,32 @@ def plan_for(handler: Callable[..., Any], path_names: set[str], where: str) -> P
             body = source
         else:
             values.append(source)
-    return Plan(handler, request_name, tuple(values), body, encoded_return)
+    plan = Plan(handler, request_name, tuple(values), body, encoded_return, tuple(dependencies))
+    bodies = [(p.handler, p.body) for p in plan.walk() if p.body is not None]
+    if len(bodies) > 1:
+        names = ", ".join(f"{getattr(h, '__qualname__', h)}({b.name})" for h, b in bodies if b is not None)
+        raise TypeError(f"{where}: more than one parameter reads the body ({names}); declare one model")
+    return plan
+
+
+def dependency_plan(call: Callable[..., Any], path_names: set[str], where: str) -> Plan:
+    """The plan of a dependency: always a plan (its request parameter is one
+    annotated ``veter.Request`` or named ``request``)."""
+    if not callable(call):
+        raise TypeError(f"{where}: Depends() takes a callable, not {call!r}")
+    plan = plan_for(call, path_names, where, dependency=True)
+    assert plan is not None
+    return plan
+
+
+def _depends(parameter: inspect.Parameter, hint: Any) -> Depends | None:
+    if isinstance(parameter.default, Depends):
+        return parameter.default
+    if typing.get_origin(hint) is typing.Annotated:
+        for meta in typing.get_args(hint)[1:]:
+            if isinstance(meta, Depends):
+                return meta
+    return None
 
 
 def _plain(
@@ -110,16 +185,29 @@ def _plain(
     """A handler veter calls as it is: ``(request, **path_params)``."""
     if not parameters or parameters[0].kind is inspect.Parameter.VAR_KEYWORD:
         return False
-    if not _is_request(parameters[0], hints):
+    first = parameters[0]
+    if by_name_only:
+        # The annotations could not be resolved: only an unannotated request (or one
+        # whose annotation names Request) and unannotated path names are plain.
+        raw = first.annotation
+        if raw is not inspect.Parameter.empty and not (isinstance(raw, str) and raw.endswith("Request")):
+            return False
+        if any(
+            p.annotation is not inspect.Parameter.empty for p in parameters[1:] if p.name not in path_names
+        ):
+            return False
+    elif not _is_request(first, hints):
         return False
     if not by_name_only and "return" in hints and is_model(hints["return"]):
         return False
     for parameter in parameters[1:]:
         if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             continue
-        if parameter.name not in path_names:
+        if parameter.name not in path_names or isinstance(parameter.default, Depends):
             return False
-        if not by_name_only and _marker(hints.get(parameter.name)) is not None:
+        if not by_name_only and (
+            _marker(hints.get(parameter.name)) is not None or _depends(parameter, hints.get(parameter.name))
+        ):
             return False
     return True
 
@@ -128,8 +216,6 @@ def _is_request(parameter: inspect.Parameter, hints: dict[str, Any]) -> bool:
     """Whether the (first) parameter receives the request: annotated
     ``veter.Request`` (or ``Any``), or not annotated at all, as the first parameter
     of every plain veter handler is (``def index(request)``, ``lambda r: ...``)."""
-    from veter._core import Request
-
     if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
         return False
     hint = hints.get(parameter.name)
