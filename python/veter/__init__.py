@@ -5,6 +5,7 @@ from veter.app import App
 from veter.concurrency import run_in_thread
 from veter.datastructures import Headers, QueryParams, State
 from veter.exceptions import HTTPException
+from veter.openapi import OpenAPI
 from veter.responses import json, redirect, text
 from veter.routers import Router
 from veter.sse import EventSourceResponse
@@ -18,6 +19,7 @@ __all__ = [
     "FileResponse",
     "HTTPException",
     "Headers",
+    "OpenAPI",
     "QueryParams",
     "Request",
     "Response",

@@ -9,10 +9,13 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
 
+import orjson
+
 from veter import _core
 from veter.config import ServerConfig
 from veter.datastructures import State
 from veter.exceptions import HTTPException, RequestValidationError
+from veter.openapi import OpenAPI, document
 from veter.responses import Response
 from veter.responses import json as json_response
 from veter.routers import Router, RouteTable, included
@@ -57,7 +60,9 @@ class App(RouteTable):
     #: The app is another interface's (ASGI), hosted: veter's routes are not used.
     hosted: ClassVar[bool] = False
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, *, openapi: OpenAPI | None = None, **settings: Any) -> None:
+        """``openapi``: serve the app's OpenAPI document (``veter.OpenAPI``); the
+        other keywords are server settings (docs/settings.md)."""
         #: Shared objects for handlers (pools, clients): ``request.app.state.x``.
         self.state = State()
         #: Default server settings for ``app.run`` and ``veter run`` (flags override).
@@ -76,6 +81,8 @@ class App(RouteTable):
         self._serving_config = self.config
         #: The open WebSocket connections of this process.
         self.websockets = Sessions()
+        self.openapi = openapi
+        self._openapi_body: bytes | None = None
         #: Replacements for dependencies (``Depends``), for tests:
         #: ``app.dependency_overrides[get_db] = fake_db``; read per request.
         self.dependency_overrides: dict[Callable[..., Any], Callable[..., Any]] = {}
@@ -254,6 +261,16 @@ class App(RouteTable):
         ``access_log``: where the core writes one line per response (None: nowhere)."""
         config = config or self.config
         self._serving_config = config
+        if self.openapi is not None and not self._frozen:
+            self._routes.append(
+                Route(
+                    self.openapi.path,
+                    ("GET",),
+                    self._openapi_answer,
+                    name="veter.openapi",
+                    include_in_schema=False,
+                )
+            )
         self._frozen = True
         table = self._endpoints()
         skip = [] if config.access_log_health else [r.path for r in self._routes if r.name in PROBE_ROUTES]
@@ -294,6 +311,16 @@ class App(RouteTable):
                 Endpoint(route.methods, route.path, target, is_async, route.stream_body, route.websocket)
             )
         return table
+
+    def openapi_document(self) -> dict[str, Any]:
+        """The app's OpenAPI 3.1 document (``veter.OpenAPI`` describes the service)."""
+        return document(self.openapi or OpenAPI(), self._routes)
+
+    def _openapi_answer(self, request: Any) -> Response:
+        # Made on the first request, once every route is known, then kept.
+        if self._openapi_body is None:
+            self._openapi_body = orjson.dumps(self.openapi_document())
+        return Response(self._openapi_body, content_type="application/json")
 
     def _async_error_handlers(self) -> bool:
         """Whether an exception handler is async. Routes then answer their

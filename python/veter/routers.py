@@ -11,15 +11,29 @@ starts serving, wherever they were declared.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from veter.routing import Handler, Middleware, Route, is_async_callable, normalise_methods
 from veter.websockets import WebSocketSettings
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = ["RouteTable", "Router"]
 
 H = TypeVar("H", bound=Handler)
+
+
+class RouteOptions(TypedDict, total=False):
+    """The keywords of the method shortcuts (``get``, ``post``...), as ``route``'s."""
+
+    blocking: bool
+    name: str | None
+    stream_body: bool
+    tags: Sequence[str]
+    responses: Mapping[int, str] | None
+    include_in_schema: bool
 
 
 class RouteTable:
@@ -38,6 +52,8 @@ class RouteTable:
         name: str | None = None,
         stream_body: bool = False,
         tags: Sequence[str] = (),
+        responses: Mapping[int, str] | None = None,
+        include_in_schema: bool = True,
     ) -> None:
         """Register ``handler`` for ``methods`` on ``path``.
 
@@ -46,7 +62,9 @@ class RouteTable:
         ``def`` handler in the bounded thread pool instead of on the event loop.
         ``stream_body=True`` starts an ``async def`` handler as soon as the request
         head arrives; it reads the body with ``async for chunk in request.stream()``
-        as the body arrives (see docs/guide.md, "Requests").
+        as the body arrives (see docs/guide.md, "Requests"). ``tags``,
+        ``responses`` (other statuses it answers: ``{404: "No such item"}``) and
+        ``include_in_schema`` are for the OpenAPI document.
         """
         if not callable(handler):
             raise TypeError(f"handler for {path!r} is not callable: {handler!r}")
@@ -56,7 +74,19 @@ class RouteTable:
         if stream_body and not is_async_callable(handler):
             raise TypeError(f"{path}: stream_body=True needs an async def handler (it awaits the body)")
         methods = normalise_methods(methods)
-        self._add(Route(path, methods, handler, blocking, name, stream_body, tags=_tags(tags)))
+        self._add(
+            Route(
+                path,
+                methods,
+                handler,
+                blocking,
+                name,
+                stream_body,
+                tags=_tags(tags),
+                responses=_responses(responses),
+                include_in_schema=include_in_schema,
+            )
+        )
 
     def route(
         self,
@@ -67,57 +97,39 @@ class RouteTable:
         name: str | None = None,
         stream_body: bool = False,
         tags: Sequence[str] = (),
+        responses: Mapping[int, str] | None = None,
+        include_in_schema: bool = True,
     ) -> Callable[[H], H]:
         def register(handler: H) -> H:
             self.add_route(
-                path, handler, methods, blocking=blocking, name=name, stream_body=stream_body, tags=tags
+                path,
+                handler,
+                methods,
+                blocking=blocking,
+                name=name,
+                stream_body=stream_body,
+                tags=tags,
+                responses=responses,
+                include_in_schema=include_in_schema,
             )
             return handler
 
         return register
 
-    def get(
-        self, path: str, *, blocking: bool = False, name: str | None = None, tags: Sequence[str] = ()
-    ) -> Callable[[H], H]:
-        return self.route(path, ("GET",), blocking=blocking, name=name, tags=tags)
+    def get(self, path: str, **options: Unpack[RouteOptions]) -> Callable[[H], H]:
+        return self.route(path, ("GET",), **options)
 
-    def post(
-        self,
-        path: str,
-        *,
-        blocking: bool = False,
-        name: str | None = None,
-        stream_body: bool = False,
-        tags: Sequence[str] = (),
-    ) -> Callable[[H], H]:
-        return self.route(path, ("POST",), blocking=blocking, name=name, stream_body=stream_body, tags=tags)
+    def post(self, path: str, **options: Unpack[RouteOptions]) -> Callable[[H], H]:
+        return self.route(path, ("POST",), **options)
 
-    def put(
-        self,
-        path: str,
-        *,
-        blocking: bool = False,
-        name: str | None = None,
-        stream_body: bool = False,
-        tags: Sequence[str] = (),
-    ) -> Callable[[H], H]:
-        return self.route(path, ("PUT",), blocking=blocking, name=name, stream_body=stream_body, tags=tags)
+    def put(self, path: str, **options: Unpack[RouteOptions]) -> Callable[[H], H]:
+        return self.route(path, ("PUT",), **options)
 
-    def patch(
-        self,
-        path: str,
-        *,
-        blocking: bool = False,
-        name: str | None = None,
-        stream_body: bool = False,
-        tags: Sequence[str] = (),
-    ) -> Callable[[H], H]:
-        return self.route(path, ("PATCH",), blocking=blocking, name=name, stream_body=stream_body, tags=tags)
+    def patch(self, path: str, **options: Unpack[RouteOptions]) -> Callable[[H], H]:
+        return self.route(path, ("PATCH",), **options)
 
-    def delete(
-        self, path: str, *, blocking: bool = False, name: str | None = None, tags: Sequence[str] = ()
-    ) -> Callable[[H], H]:
-        return self.route(path, ("DELETE",), blocking=blocking, name=name, tags=tags)
+    def delete(self, path: str, **options: Unpack[RouteOptions]) -> Callable[[H], H]:
+        return self.route(path, ("DELETE",), **options)
 
     def websocket(
         self,
@@ -228,6 +240,15 @@ def _tags(tags: Sequence[str]) -> tuple[str, ...]:
     if isinstance(tags, str):
         raise TypeError(f"tags is a list of strings, not the string {tags!r}")
     return tuple(dict.fromkeys(tags))
+
+
+def _responses(responses: Mapping[int, str] | None) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for status, description in (responses or {}).items():
+        if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+            raise ValueError(f"responses: {status!r} is not an HTTP status")
+        out[status] = str(description)
+    return out
 
 
 def _checked_middleware(middleware: Sequence[Middleware]) -> tuple[Middleware, ...]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -53,6 +53,10 @@ class Route:
     middleware: tuple[Middleware, ...] = ()
     #: A WebSocket route's ``veter.websockets.WebSocketSettings``.
     websocket_settings: Any = None
+    #: In the OpenAPI document (False for probes and the document itself).
+    include_in_schema: bool = True
+    #: Other answers the route gives, for the document: status -> description.
+    responses: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def is_async(self) -> bool:
