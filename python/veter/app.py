@@ -262,15 +262,7 @@ class App(RouteTable):
         config = config or self.config
         self._serving_config = config
         if self.openapi is not None and not self._frozen:
-            self._routes.append(
-                Route(
-                    self.openapi.path,
-                    ("GET",),
-                    self._openapi_answer,
-                    name="veter.openapi",
-                    include_in_schema=False,
-                )
-            )
+            self._add_openapi_routes(self.openapi)
         self._frozen = True
         table = self._endpoints()
         skip = [] if config.access_log_health else [r.path for r in self._routes if r.name in PROBE_ROUTES]
@@ -311,6 +303,20 @@ class App(RouteTable):
                 Endpoint(route.methods, route.path, target, is_async, route.stream_body, route.websocket)
             )
         return table
+
+    def _add_openapi_routes(self, openapi: OpenAPI) -> None:
+        def hidden(path: str, handler: Handler, name: str) -> Route:
+            return Route(path, ("GET",), handler, name=name, include_in_schema=False)
+
+        self._routes.append(hidden(openapi.path, self._openapi_answer, "veter.openapi"))
+        if openapi.docs_path is not None:
+            from veter.docs_page import DocsPage
+
+            page = DocsPage(openapi.title, openapi.path, openapi.docs_path)
+            self._routes.append(hidden(openapi.docs_path, page.page, "veter.docs"))
+            self._routes.append(
+                hidden(f"{openapi.docs_path}/assets/{{name}}", page.asset, "veter.docs_assets")
+            )
 
     def openapi_document(self) -> dict[str, Any]:
         """The app's OpenAPI 3.1 document (``veter.OpenAPI`` describes the service)."""

@@ -62,6 +62,8 @@ class OpenAPI:
     version: str = "0.1.0"
     description: str | None = None
     path: str = "/openapi.json"
+    #: The interactive docs page (Swagger UI, from swagger-ui-py); None: no page.
+    docs_path: str | None = "/docs"
     servers: Sequence[Mapping[str, Any]] = ()
     security_schemes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     security: Sequence[Mapping[str, Sequence[str]]] = ()
@@ -69,6 +71,12 @@ class OpenAPI:
     def __post_init__(self) -> None:
         if not self.path.startswith("/"):
             raise ValueError(f"OpenAPI path must start with '/': {self.path!r}")
+        if self.docs_path is not None and (
+            not self.docs_path.startswith("/") or self.docs_path.endswith("/")
+        ):
+            raise ValueError(
+                f"OpenAPI docs_path must start with '/' and not end with one: {self.docs_path!r}"
+            )
 
 
 def document(config: OpenAPI, routes: Sequence[Route]) -> dict[str, Any]:

@@ -190,3 +190,16 @@ def test_signatures_that_cannot_be_served_fail_at_startup(declare: str, message:
 
     with pytest.raises(TypeError, match=re.escape(message)):
         app.build_dispatcher()
+
+
+def test_unannotated_parameters_with_defaults_keep_them() -> None:
+    # The idiom that binds a value into a handler stays plain: nothing is read.
+    app = veter.App()
+    for path, body in {"/a": {"a": [1, 2]}, "/b": "text"}.items():
+        app.add_route(path, lambda request, body=body: body)
+    from veter.typed import typed_route
+
+    assert all(typed_route(r, {}) is r for r in app.routes)
+    with TestClient(app) as client:
+        assert client.get("/a?body=x").json() == {"a": [1, 2]}
+        assert client.get("/b").text == "text"

@@ -123,6 +123,8 @@ def plan_for(
     for parameter in parameters:
         if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             continue  # nothing is passed to them
+        if _left_alone(parameter):
+            continue  # keeps its default (lambda request, body=body: body)
         if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
             raise TypeError(
                 f"{where}: parameter {parameter.name!r} is positional-only; values are passed by name"
@@ -203,6 +205,8 @@ def _plain(
     for parameter in parameters[1:]:
         if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             continue
+        if _left_alone(parameter):
+            continue
         if parameter.name not in path_names or isinstance(parameter.default, Depends):
             return False
         if not by_name_only and (
@@ -210,6 +214,18 @@ def _plain(
         ):
             return False
     return True
+
+
+def _left_alone(parameter: inspect.Parameter) -> bool:
+    """A parameter without an annotation but with a default is not read from the
+    request: it keeps its default, as veter always did (the idiom that binds a
+    value into a handler, ``lambda request, body=body: body``). Give it a type to
+    make it a query parameter."""
+    return (
+        parameter.annotation is inspect.Parameter.empty
+        and parameter.default is not inspect.Parameter.empty
+        and not isinstance(parameter.default, Depends)
+    )
 
 
 def _is_request(parameter: inspect.Parameter, hints: dict[str, Any]) -> bool:
