@@ -58,12 +58,15 @@ wheels: $(VENV)/.run-installed
 
 # The built wheel installed into a fresh venv without Rust serves the example.
 wheel-test: build
+	@echo "== [$$(date +%T)] $@"
 	bash scripts/test-wheel.sh $(PY)
 
 rust-test: $(VENV)/.installed
+	@echo "== [$$(date +%T)] $@"
 	cargo test --quiet
 
 lint: build
+	@echo "== [$$(date +%T)] $@"
 	cargo fmt --check
 	cargo clippy --all-targets --quiet -- -D warnings
 	$(VENV)/bin/ruff check python tests examples benchmarks
@@ -72,7 +75,8 @@ lint: build
 	$(PY) -m mypy.stubtest veter._core
 
 py-test: build
-	$(PY) -m pytest -q
+	@echo "== [$$(date +%T)] $@"
+	$(PY) -m pytest -q --durations=15
 
 # docs/settings.md is made from the settings' declarations (tests/test_options.py checks it).
 docs-settings: build
@@ -81,11 +85,12 @@ docs-settings: build
 # Each extra Python gets its own venv and target dir, so switching costs no rebuild.
 # Tests marked slow (deploy behind nginx, Autobahn) run on the first Python only.
 py-versions:
+	@echo "== [$$(date +%T)] $@"
 	@for v in $(EXTRA_PYTHONS); do \
 		exe=$$(ls -d $(PYENV_ROOT)/versions/$$v*/bin/python 2>/dev/null | tail -n1); \
 		[ -n "$$exe" ] || exe=$$(command -v python$$v || true); \
 		if [ -z "$$exe" ]; then echo "error: Python $$v not found (set EXTRA_PYTHONS to skip it)"; exit 1; fi; \
-		echo "== pytest on Python $$v ($$exe)"; \
+		echo "== [$$(date +%T)] pytest on Python $$v ($$exe)"; \
 		venv=.venv-$$v; \
 		test -x $$venv/bin/python || $$exe -m venv $$venv || exit 1; \
 		$$venv/bin/python -m pip install --quiet "maturin>=1.7,<2" "uvloop>=0.21" "orjson>=3.10" "click>=8.1" "watchfiles>=0.21" \
@@ -104,6 +109,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := parse_head chunked connection
 CARGO_FUZZ_VERSION := 0.13.2
 fuzz-ci: $(VENV)/.installed
+	@echo "== [$$(date +%T)] $@"
 	command -v cargo-fuzz >/dev/null || cargo install --locked --quiet cargo-fuzz@$(CARGO_FUZZ_VERSION)
 	$(PY) fuzz/seeds.py
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build -O -a -s none
