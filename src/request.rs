@@ -225,6 +225,21 @@ pub struct Request {
     cookies_obj: PyOnceLock<Py<PyAny>>,
     state_obj: PyOnceLock<Py<PyAny>>,
     body_obj: PyOnceLock<Py<PyBytes>>,
+    form_obj: PyOnceLock<Py<PyAny>>,
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        // A form's files are closed when the request is done with: the disk space
+        // of a spooled file is freed now, not whenever the collector gets to it.
+        if let Some(form) = self.form_obj.take() {
+            Python::attach(|py| {
+                if let Err(e) = form.bind(py).call_method0("_release") {
+                    e.write_unraisable(py, None);
+                }
+            });
+        }
+    }
 }
 
 impl Request {
@@ -250,6 +265,7 @@ impl Request {
             cookies_obj: PyOnceLock::new(),
             state_obj: PyOnceLock::new(),
             body_obj: PyOnceLock::new(),
+            form_obj: PyOnceLock::new(),
         }
     }
 
@@ -521,6 +537,26 @@ impl Request {
             py,
             crate::body_stream::BodyStream::complete(body.bind(py).as_bytes().to_vec()),
         )
+    }
+
+    /// The body parsed as a form (awaitable, `veter.FormData`): urlencoded or
+    /// multipart, read by `veter.forms.read_form` under the `form_*` settings. Read
+    /// once: later calls give the same form.
+    fn form(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        if let Some(form) = slf.borrow().form_obj.get(py) {
+            return Ok(ready(py, form.clone_ref(py))?.into_any());
+        }
+        Ok(py
+            .import("veter.forms")?
+            .getattr("read_form")?
+            .call1((slf,))?
+            .unbind())
+    }
+
+    /// Keeps the form `read_form` made, for the next `form()`.
+    fn _set_form(&self, py: Python<'_>, form: Py<PyAny>) {
+        let _ = self.form_obj.set(py, form);
     }
 
     /// The body decoded with the Content-Type charset, utf-8 by default (awaitable).

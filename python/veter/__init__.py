@@ -5,6 +5,7 @@ from veter.app import App
 from veter.concurrency import run_in_thread
 from veter.datastructures import Headers, QueryParams, State
 from veter.exceptions import HTTPException
+from veter.forms import FormData, UploadFile
 from veter.openapi import OpenAPI
 from veter.responses import json, redirect, text
 from veter.routers import Router
@@ -17,6 +18,7 @@ __all__ = [
     "App",
     "EventSourceResponse",
     "FileResponse",
+    "FormData",
     "HTTPException",
     "Headers",
     "OpenAPI",
@@ -26,6 +28,7 @@ __all__ = [
     "Router",
     "State",
     "StreamingResponse",
+    "UploadFile",
     "WebSocket",
     "WebSocketDisconnect",
     "json",

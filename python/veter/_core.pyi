@@ -9,6 +9,7 @@ from typing_extensions import Unpack, disjoint_base
 from veter.config import ServerConfig
 from veter.cookies import CookieAttributes, DeleteCookieAttributes
 from veter.datastructures import Headers, QueryParams
+from veter.forms import FormData
 
 __version__: str
 #: An optimised (release) build: the instruction budgets of tests/perf hold for it.
@@ -148,6 +149,8 @@ class Request:
     def stream(self) -> BodyStream: ...
     def text(self) -> Ready[str]: ...
     def json(self) -> Ready[Any]: ...
+    def form(self) -> Awaitable[FormData]: ...
+    def _set_form(self, form: FormData) -> None: ...
 
 @final
 class Connection(asyncio.Protocol):

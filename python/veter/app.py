@@ -300,7 +300,7 @@ class App(RouteTable):
             middleware = [*self._middleware, *route.middleware]
             target, is_async = compose(serving, middleware, on_error, wrap=wrap)
             table.append(
-                Endpoint(route.methods, route.path, target, is_async, route.stream_body, route.websocket)
+                Endpoint(route.methods, route.path, target, is_async, serving.stream_body, route.websocket)
             )
         return table
 

@@ -115,6 +115,28 @@ class ServerConfig:
     max_chunk_count: int = setting(
         16384, "Most chunks in one chunked body, the last one included (413 above it).", ge=1
     )
+    form_max_fields: int = setting(
+        1000,
+        "Most fields and files in one form body, request.form() and Form() parameters (413 above it).",
+        ge=1,
+    )
+    form_max_files: int = setting(100, "Most files in one multipart form body (413 above it).", ge=0)
+    form_max_field_bytes: int = setting(
+        1024 * 1024, "Largest text field of a form body, in bytes after decoding (413 above it).", ge=1
+    )
+    form_max_file_bytes: int = setting(
+        0,
+        "Largest file of a multipart form body in bytes (413 above it); 0: only max_body_bytes bounds it.",
+        ge=0,
+    )
+    form_max_part_header_bytes: int = setting(
+        16384, "Most bytes of one multipart part's headers (413 above it).", ge=1
+    )
+    form_spool_bytes: int = setting(
+        1024 * 1024,
+        "A form's file is kept in memory up to this many bytes, then in a temporary file on disk.",
+        ge=0,
+    )
     max_pipelined: int = setting(
         64, "Handlers of one connection in flight at once; further pipelined requests wait unread.", ge=1
     )

@@ -7,13 +7,15 @@ data the Rust parser already validated, so nothing here re-checks HTTP syntax.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, overload
+from typing import Any, Generic, TypeVar, overload
 from urllib.parse import parse_qsl
 
 __all__ = ["Headers", "QueryParams", "State", "parse_cookies"]
 
+V = TypeVar("V")
 
-class _MultiMapping(Mapping[str, str]):
+
+class _MultiMapping(Mapping[str, V], Generic[V]):
     """An immutable mapping that keeps every value of a repeated key, in order.
 
     ``m[key]`` and ``m.get(key)`` give the first value, ``m.getall(key)`` all of them;
@@ -23,9 +25,9 @@ class _MultiMapping(Mapping[str, str]):
 
     __slots__ = ("_index", "_items")
 
-    def __init__(self, items: Iterable[tuple[str, str]]) -> None:
-        self._items: list[tuple[str, str]] = list(items)
-        index: dict[str, list[str]] = {}
+    def __init__(self, items: Iterable[tuple[str, V]]) -> None:
+        self._items: list[tuple[str, V]] = list(items)
+        index: dict[str, list[V]] = {}
         for key, value in self._items:
             index.setdefault(self._fold(key), []).append(value)
         self._index = index
@@ -34,7 +36,7 @@ class _MultiMapping(Mapping[str, str]):
     def _fold(key: str) -> str:
         return key
 
-    def __getitem__(self, key: str) -> str:
+    def __getitem__(self, key: str) -> V:
         return self._index[self._fold(key)][0]
 
     def __contains__(self, key: object) -> bool:
@@ -47,17 +49,17 @@ class _MultiMapping(Mapping[str, str]):
         return len(self._index)
 
     @overload
-    def getall(self, key: str) -> list[str]: ...
+    def getall(self, key: str) -> list[V]: ...
     @overload
-    def getall(self, key: str, default: list[str]) -> list[str]: ...
-    def getall(self, key: str, default: list[str] | None = None) -> list[str]:
+    def getall(self, key: str, default: list[V]) -> list[V]: ...
+    def getall(self, key: str, default: list[V] | None = None) -> list[V]:
         """Every value of ``key`` in arrival order; ``default`` (or []) when absent."""
         values = self._index.get(self._fold(key))
         if values is None:
             return [] if default is None else default
         return list(values)
 
-    def multi_items(self) -> list[tuple[str, str]]:
+    def multi_items(self) -> list[tuple[str, V]]:
         """Every (key, value) pair in arrival order, repeats included."""
         return list(self._items)
 
@@ -69,14 +71,14 @@ class _MultiMapping(Mapping[str, str]):
     def __hash__(self) -> int:
         return hash(tuple(sorted(self._norm())))
 
-    def _norm(self) -> list[tuple[str, str]]:
+    def _norm(self) -> list[tuple[str, Any]]:
         return [(self._fold(k), v) for k, v in self._items]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._items!r})"
 
 
-class Headers(_MultiMapping):
+class Headers(_MultiMapping[str]):
     """Request headers: case-insensitive keys, every value kept.
 
     Names keep the case the client sent in ``multi_items()``; lookups ignore case.
@@ -90,7 +92,7 @@ class Headers(_MultiMapping):
         return key.lower()
 
 
-class QueryParams(_MultiMapping):
+class QueryParams(_MultiMapping[str]):
     """Query-string parameters, percent-decoded, blank values kept (``?a=&b`` has a and b)."""
 
     __slots__ = ()

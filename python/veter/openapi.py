@@ -164,10 +164,39 @@ class _Builder:
                 "required": body.required and strip_optional(body.type) is body.type,
                 "content": {"application/json": {"schema": self.schema(body.type)}},
             }
+        form = [s for p in plan.walk() for s in p.form] if plan is not None else []
+        if form:
+            op["requestBody"] = self.form_body(form)
         # Only a typed handler's requests are validated (a plain one's never get 422).
-        validated = plan is not None and (body is not None or any(p.values for p in plan.walk()))
+        validated = plan is not None and (body is not None or any(p.values or p.form for p in plan.walk()))
         op["responses"] = self.responses(route, plan, validated)
         return op
+
+    def form_body(self, sources: list[Source]) -> dict[str, Any]:
+        """A form's request body: multipart when it takes files, else urlencoded."""
+        files = any(s.location == "file" for s in sources)
+        wholes = [s for s in sources if s.whole]
+        if len(wholes) == 1 and len(sources) == 1:
+            schema = self.schema(wholes[0].type)
+        else:
+            properties: dict[str, Any] = {}
+            required: list[str] = []
+            for source in sources:
+                if source.location == "file":
+                    binary = {"type": "string", "contentMediaType": "application/octet-stream"}
+                    properties[source.key] = {"type": "array", "items": binary} if source.many else binary
+                else:
+                    properties[source.key] = self.schema(source.type)
+                if source.required:
+                    required.append(source.key)
+            schema = {"type": "object", "properties": properties}
+            if required:
+                schema["required"] = required
+        media = "multipart/form-data" if files else "application/x-www-form-urlencoded"
+        return {
+            "required": any(s.required for s in sources),
+            "content": {media: {"schema": schema}},
+        }
 
     def parameters(self, route: Route, plan: Plan | None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

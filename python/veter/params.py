@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Body", "Cookie", "Depends", "Header", "Param", "Path", "Query"]
+__all__ = ["Body", "Cookie", "Depends", "File", "Form", "Header", "Param", "Path", "Query"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,8 @@ class Param:
     #: Marked deprecated in the API document.
     deprecated: bool = False
 
-    #: Where the value is read from: "query", "header", "cookie", "path" or "body".
+    #: Where the value is read from: "query", "header", "cookie", "path", "body",
+    #: "form" or "file".
     location = "query"
 
     def constraints(self) -> dict[str, Any]:
@@ -90,6 +91,24 @@ class Body(Param):
     """The JSON request body, decoded into the parameter's type."""
 
     location = "body"
+
+
+@dataclass(frozen=True)
+class Form(Param):
+    """A text field of a form body (urlencoded or multipart), a ``list[...]`` type
+    every value of a repeated name; on a model type (Struct, dataclass, TypedDict,
+    pydantic model), the whole form's text fields read into the model."""
+
+    location = "form"
+
+
+@dataclass(frozen=True)
+class File(Param):
+    """A file of a multipart form body: typed ``veter.UploadFile``, a list of them
+    (every file of the name), or ``bytes`` (the content read). An unmarked
+    parameter typed ``UploadFile`` is a file too."""
+
+    location = "file"
 
 
 @dataclass(frozen=True)

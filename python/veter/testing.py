@@ -27,6 +27,7 @@ from veter.app import App
 from veter.config import ServerConfig
 from veter.datastructures import Headers
 from veter.loops import loop_factory
+from veter.testing_forms import Files, encode_form
 from veter.testing_websocket import AsyncTestWebSocket, TestWebSocket, WebSocketRejected, handshake_request
 
 __all__ = [
@@ -286,7 +287,11 @@ class AsyncTestClient:
         headers: Mapping[str, str] | list[tuple[str, str]] | None = None,
         content: bytes | str | None = None,
         json: Any = None,
+        data: Mapping[str, Any] | None = None,
+        files: Files | None = None,
     ) -> TestResponse:
+        """``data=``/``files=`` send a form (urlencoded, or multipart with files; see
+        ``veter.testing_forms``)."""
         if params:
             path = f"{path}{'&' if '?' in path else '?'}{urlencode(params, doseq=True)}"
         body: bytes | None = content.encode() if isinstance(content, str) else content
@@ -295,6 +300,10 @@ class AsyncTestClient:
             extra = [("Content-Type", "application/json")]
             pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers or [])
             headers = pairs + extra
+        if data is not None or files is not None:
+            body, content_type = encode_form(data, files)
+            pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers or [])
+            headers = [*pairs, ("Content-Type", content_type)]
         raw = _encode_request(method.upper(), path, headers, body)
         return await self.send_raw(raw, head_request=method.upper() == "HEAD")
 

@@ -36,6 +36,13 @@ class Point:
     y: float
 
 
+@dataclasses.dataclass
+class Labelled:
+    point: Point
+    label: str = "none"
+    weight: float = 1.0
+
+
 class Pet(TypedDict):
     name: str
     age: int
@@ -78,6 +85,10 @@ def make_app() -> veter.App:
     def many(items: list[Point]) -> str:
         return str(len(items))
 
+    @app.post("/labelled")
+    def labelled(items: list[Labelled]) -> list[Labelled]:
+        return items
+
     return app
 
 
@@ -114,6 +125,18 @@ def test_every_body_problem_is_listed_with_its_place(client: TestClient) -> None
 
 def test_dataclass_typeddict_and_pydantic(client: TestClient) -> None:
     assert client.post("/points", json={"x": 1, "y": 2.5}).json() == {"sum": 3.5}
+
+
+def test_echoed_dataclass_keeps_its_defaults(client: TestClient) -> None:
+    # msgspec leaves immutable defaults out of a decoded dataclass's __dict__ and
+    # encodes from it: the answer must still carry them.
+    r = client.post(
+        "/labelled", json=[{"point": {"x": 1, "y": 2}}, {"point": {"x": 0, "y": 0}, "label": "b"}]
+    )
+    assert r.json() == [
+        {"point": {"x": 1.0, "y": 2.0}, "label": "none", "weight": 1.0},
+        {"point": {"x": 0.0, "y": 0.0}, "label": "b", "weight": 1.0},
+    ]
     assert client.post("/pets", json={"name": "rex", "age": 3}).json() == {"name": "rex", "age": 3}
     assert client.post("/users", json={"name": "ann", "age": 30}).json() == {"name": "ann", "age": 30}
     r = client.post("/users", json={"name": 1, "age": -1})

@@ -48,7 +48,10 @@ def typed_route(route: Route, overrides: MutableMapping[Callable[..., Any], Call
         path_names=path_names(route.path),
         where=_where(route),
     )
-    return dataclasses.replace(route, handler=adapter, blocking=False)
+    # A route taking files reads its body as it arrives: a large upload goes to
+    # disk as it comes, never whole into memory.
+    stream_body = route.stream_body or plan.streams_files
+    return dataclasses.replace(route, handler=adapter, blocking=False, stream_body=stream_body)
 
 
 def _where(route: Route) -> str:

@@ -4,6 +4,7 @@ a few lookups and one compiled msgspec conversion for all the values."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
@@ -15,6 +16,7 @@ from veter.responses import Response
 from veter.streaming import StreamingResponse
 from veter.typed.depends import Solver, finish
 from veter.typed.explain import Problem, explain, from_validation_error, problem
+from veter.typed.forms import form_reader
 from veter.typed.kinds import is_pydantic_model, strip_optional
 from veter.typed.signature import REQUIRED, Plan, Source
 
@@ -60,6 +62,7 @@ def adapter_for(
         return call_with_dependencies
     read_values = _values_reader(plan)
     read_body = _plan_body_reader(plan)
+    read_form = form_reader(plan)
     request_name = plan.request_name
 
     def arguments(request: Any, path: dict[str, Any], body: Any) -> dict[str, Any]:
@@ -70,7 +73,7 @@ def adapter_for(
             kwargs[plan.body.name] = body
         return kwargs
 
-    if not is_async and not blocking and read_body is None:
+    if not is_async and not blocking and read_body is None and read_form is None:
 
         def call_sync(request: Any, **path: Any) -> Any:
             result = handler(**arguments(request, path, REQUIRED))
@@ -84,6 +87,8 @@ def adapter_for(
         if read_body is not None:
             body = read_body(request, await request.body())
         kwargs = arguments(request, path, body)
+        if read_form is not None:
+            kwargs.update(await read_form(request))
         if blocking:
             result = await run_in_thread(handler, **kwargs)
         else:
@@ -243,10 +248,56 @@ def _encoder(returns: Any) -> Callable[[Any], Any]:
     # Structs and dataclasses are encoded by their fields, TypedDicts as the dicts
     # they are.
     encoder = msgspec.json.Encoder()
+    complete = _has_dataclass(returns)
 
     def encode(result: Any) -> Any:
         if isinstance(result, _PASS_THROUGH):
             return result
+        if complete:
+            _fill_defaults(result)
         return Response(encoder.encode(result), content_type="application/json")
 
     return encode
+
+
+def _has_dataclass(tp: Any) -> bool:
+    """Whether values of ``tp`` can hold a dataclass (see ``_fill_defaults``)."""
+    seen: set[int] = set()
+    stack = [msgspec.inspect.type_info(tp)]
+    while stack:
+        info = stack.pop()
+        if id(info) in seen:
+            continue
+        seen.add(id(info))
+        if isinstance(info, msgspec.inspect.DataclassType):
+            return True
+        for name in ("type", "item_type", "key_type", "value_type"):
+            if isinstance(getattr(info, name, None), msgspec.inspect.Type):
+                stack.append(getattr(info, name))
+        stack.extend(getattr(info, "types", ()) or ())
+        stack.extend(f.type for f in getattr(info, "fields", ()) or ())
+    return False
+
+
+def _fill_defaults(value: Any) -> None:
+    """Sets the defaults msgspec left out of a decoded dataclass's ``__dict__``.
+
+    msgspec does not store a field's immutable default on a (non-slots) dataclass
+    it decodes, the class attribute answering for it, but encodes a dataclass
+    from its ``__dict__``: echoed, such a field would be missing from the answer.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        attrs = getattr(value, "__dict__", None)
+        for field in dataclasses.fields(value):
+            if attrs is not None and field.name not in attrs and hasattr(value, field.name):
+                attrs[field.name] = getattr(value, field.name)
+            _fill_defaults(getattr(value, field.name, None))
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            _fill_defaults(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _fill_defaults(item)
+    elif isinstance(value, msgspec.Struct):
+        for name in value.__struct_fields__:
+            _fill_defaults(getattr(value, name, None))

@@ -18,6 +18,7 @@ from typing import Any
 
 from veter.exceptions import RequestValidationError
 from veter.typed.explain import Problem
+from veter.typed.forms import FormReader, form_reader
 from veter.typed.signature import Plan, dependency_plan
 
 __all__ = ["Solver", "finish"]
@@ -37,6 +38,7 @@ class _Node:
         self.plan = plan
         self.read_values = make_reader(plan)
         self.read_body: BodyReader | None = make_body(plan)
+        self.read_form: FormReader | None = form_reader(plan)
         self.kind = _kind(plan.handler)
         self.deps = [(dep, _Node(dep.plan, make_reader, make_body)) for dep in plan.dependencies]
 
@@ -106,14 +108,18 @@ class Solver:
         for dep, child in node.deps:
             self._collect(self._node_of(dep, child)[1], request, path, values, problems)
 
-    async def _body(self, request: Any) -> dict[int, Any]:
-        """The decoded body for the node that reads it (at most one per tree)."""
-        found: dict[int, Any] = {}
+    async def _body(self, request: Any) -> dict[int, dict[str, Any]]:
+        """The keyword arguments read from the body (a JSON body decoded, form
+        fields and files), for each node that reads it."""
+        found: dict[int, dict[str, Any]] = {}
         stack = [self._root]
         while stack:
             node = stack.pop()
-            if node.read_body is not None and id(node) not in found:
-                found[id(node)] = node.read_body(request, await request.body())
+            if id(node) not in found:
+                if node.read_body is not None and node.plan.body is not None:
+                    found[id(node)] = {node.plan.body.name: node.read_body(request, await request.body())}
+                elif node.read_form is not None:
+                    found[id(node)] = await node.read_form(request)
             stack.extend(self._node_of(dep, child)[1] for dep, child in node.deps)
         return found
 
@@ -122,7 +128,7 @@ class Solver:
         node: _Node,
         request: Any,
         values: dict[int, dict[str, Any]],
-        body: dict[int, Any],
+        body: dict[int, dict[str, Any]],
         cache: dict[Callable[..., Any], Any],
         exits: list[Any],
     ) -> dict[str, Any]:
@@ -130,8 +136,8 @@ class Solver:
         plan = node.plan
         if plan.request_name is not None:
             kwargs[plan.request_name] = request
-        if plan.body is not None and id(node) in body:
-            kwargs[plan.body.name] = body[id(node)]
+        if id(node) in body:
+            kwargs.update(body[id(node)])
         for dep, child in node.deps:
             call, target = self._node_of(dep, child)
             if dep.use_cache and call in cache:

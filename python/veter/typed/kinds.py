@@ -16,7 +16,9 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["is_model", "is_pydantic_model", "is_scalar", "list_item", "strip_optional"]
+from veter.forms import UploadFile
+
+__all__ = ["is_model", "is_pydantic_model", "is_scalar", "is_upload", "list_item", "strip_optional"]
 
 _SCALARS: tuple[type, ...] = (
     str,
@@ -99,3 +101,11 @@ def list_item(tp: Any) -> Any | None:
     if len(args) == 1 and is_scalar(args[0]):
         return args[0]
     return None
+
+
+def is_upload(tp: Any) -> bool:
+    """``UploadFile`` or ``list[UploadFile]`` (optional or not): a form's file."""
+    tp = strip_optional(tp)
+    if tp is UploadFile:
+        return True
+    return typing.get_origin(tp) is list and typing.get_args(tp) == (UploadFile,)

@@ -14,8 +14,17 @@ from typing import Any
 import msgspec
 
 from veter._core import Request
-from veter.params import Body, Depends, Param, Path, Query
-from veter.typed.kinds import is_model, is_pydantic_model, is_scalar, list_item, strip_optional, unannotated
+from veter.forms import UploadFile
+from veter.params import Body, Depends, File, Param, Path, Query
+from veter.typed.kinds import (
+    is_model,
+    is_pydantic_model,
+    is_scalar,
+    is_upload,
+    list_item,
+    strip_optional,
+    unannotated,
+)
 
 __all__ = ["Dependency", "Plan", "Source", "dependency_plan", "plan_for"]
 
@@ -33,9 +42,11 @@ class Source:
     #: The type checked, with the marker's constraints as msgspec.Meta.
     type: Any
     default: Any
-    #: A list-typed query parameter: every value of a repeated key.
+    #: A list-typed query or form parameter: every value of a repeated key.
     many: bool = False
     marker: Param | None = None
+    #: A form parameter typed as a model: the whole form read into it.
+    whole: bool = False
 
     @property
     def required(self) -> bool:
@@ -65,6 +76,13 @@ class Plan:
     #: The declared return type when the answer is encoded from it (a model).
     returns: Any
     dependencies: tuple[Dependency, ...] = ()
+    #: Form fields and files (``Form``/``File``), read from one form body.
+    form: tuple[Source, ...] = ()
+
+    @property
+    def streams_files(self) -> bool:
+        """Some plan of the tree takes a file: the body is read as it arrives."""
+        return any(s.location == "file" for p in self.walk() for s in p.form)
 
     def walk(self) -> list[Plan]:
         """This plan and its dependencies' plans, depth first, each once."""
@@ -118,6 +136,7 @@ def plan_for(
     returns = hints.get("return", REQUIRED)
     encoded_return = returns if returns is not REQUIRED and is_model(returns) else None
     values: list[Source] = []
+    form: list[Source] = []
     body: Source | None = None
     dependencies: list[Dependency] = []
     for parameter in parameters:
@@ -130,6 +149,9 @@ def plan_for(
                 f"{where}: parameter {parameter.name!r} is positional-only; values are passed by name"
             )
         hint = hints.get(parameter.name, str)
+        if hint is Request and request_name is None:
+            request_name = parameter.name  # the request, wherever it is declared
+            continue
         depends = _depends(parameter, hint)
         if depends is not None:
             dependencies.append(
@@ -151,14 +173,30 @@ def plan_for(
                     "declare one model holding both"
                 )
             body = source
+        elif source.location in ("form", "file"):
+            form.append(source)
         else:
             values.append(source)
-    plan = Plan(handler, request_name, tuple(values), body, encoded_return, tuple(dependencies))
-    bodies = [(p.handler, p.body) for p in plan.walk() if p.body is not None]
+    plan = Plan(handler, request_name, tuple(values), body, encoded_return, tuple(dependencies), tuple(form))
+    _check_body_readers(plan, where)
+    return plan
+
+
+def _check_body_readers(plan: Plan, where: str) -> None:
+    """One JSON body per tree, and not beside form parameters."""
+    plans = plan.walk()
+    bodies = [(p.handler, p.body) for p in plans if p.body is not None]
     if len(bodies) > 1:
         names = ", ".join(f"{getattr(h, '__qualname__', h)}({b.name})" for h, b in bodies if b is not None)
         raise TypeError(f"{where}: more than one parameter reads the body ({names}); declare one model")
-    return plan
+    forms = [s.name for p in plans for s in p.form]
+    if bodies and forms:
+        body = bodies[0][1]
+        assert body is not None
+        raise TypeError(
+            f"{where}: parameter {body.name!r} reads the body as JSON and {forms[0]!r} as a form; "
+            "a request has one body"
+        )
 
 
 def dependency_plan(call: Callable[..., Any], path_names: set[str], where: str) -> Plan:
@@ -256,6 +294,8 @@ def _source(parameter: inspect.Parameter, hint: Any, path_names: set[str], where
     if marker is None:
         if name in path_names:
             marker = Path()
+        elif is_upload(base):
+            marker = File()
         elif is_model(base):
             marker = Body()
         else:
@@ -274,11 +314,16 @@ def _source(parameter: inspect.Parameter, hint: Any, path_names: set[str], where
             raise TypeError(f"{where}: parameter {name!r}: a body is a model type")
         _check_supported(checked, f"{where}: parameter {name!r}", allow_pydantic=True)
         return Source(name, "body", name, checked, default, marker=marker)
+    if location == "file":
+        return _file_source(name, marker, base, default, where)
+    if location == "form" and is_model(base):
+        _check_supported(checked, f"{where}: parameter {name!r}", allow_pydantic=True)
+        return Source(name, "form", name, checked, default, marker=marker, whole=True)
     many = False
     if not is_scalar(base):
         item = list_item(base)
-        if item is None or location != "query":
-            kinds = "a scalar or a list of scalars" if location == "query" else "a scalar"
+        if item is None or location not in ("query", "form"):
+            kinds = "a scalar or a list of scalars" if location in ("query", "form") else "a scalar"
             raise TypeError(
                 f"{where}: parameter {name!r} ({location}) has type {_name(base)}; it must be {kinds} "
                 "(str, int, float, bool, UUID, date/time, Decimal, Enum, Literal), or a model for the body"
@@ -289,6 +334,18 @@ def _source(parameter: inspect.Parameter, hint: Any, path_names: set[str], where
     if location == "header":
         key = key.lower()
     return Source(name, location, key, checked, default, many, marker)
+
+
+def _file_source(name: str, marker: Param, base: Any, default: Any, where: str) -> Source:
+    """A ``File`` parameter: ``UploadFile``, a list of them, or ``bytes``."""
+    inner = strip_optional(base)
+    item = typing.get_args(inner)[0] if typing.get_origin(inner) is list and typing.get_args(inner) else None
+    if not (inner is UploadFile or inner is bytes or item is UploadFile):
+        raise TypeError(
+            f"{where}: parameter {name!r} is a file; its type must be veter.UploadFile, "
+            f"list[veter.UploadFile] or bytes, not {_name(base)}"
+        )
+    return Source(name, "file", marker.alias or name, base, default, many=item is not None, marker=marker)
 
 
 def _with_constraints(tp: Any, marker: Param, what: str) -> Any:
