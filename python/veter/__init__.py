@@ -2,6 +2,7 @@
 
 from veter._core import Request, Response
 from veter.app import App
+from veter.background import BackgroundTasks
 from veter.concurrency import run_in_thread
 from veter.datastructures import Headers, QueryParams, State
 from veter.exceptions import HTTPException
@@ -16,6 +17,7 @@ from veter.websockets import WebSocket, WebSocketDisconnect
 
 __all__ = [
     "App",
+    "BackgroundTasks",
     "EventSourceResponse",
     "FileResponse",
     "FormData",

@@ -25,7 +25,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from veter import _core, metrics
+from veter import _core, background, metrics
 from veter.binds import adopted, listen_all, remove_unix_file, url_of
 from veter.concurrency import configure_thread_pool, shutdown_thread_pool
 from veter.config import ServerConfig
@@ -274,6 +274,8 @@ class Server:
 
             self.dispatcher.shutdown(on_drained)
             await self._within(drained, deadline)
+        # Background tasks of answered requests finish (or are cancelled at the deadline).
+        await background.drain(deadline - loop.time())
         # WebSockets are told the server is going away (1001) and get until the
         # deadline to finish their close handshake.
         await self.app.websockets.close_all(deadline - loop.time())

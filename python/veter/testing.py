@@ -22,7 +22,7 @@ from urllib.parse import urlencode
 
 import orjson
 
-from veter import _core
+from veter import _core, background
 from veter.app import App
 from veter.config import ServerConfig
 from veter.datastructures import Headers
@@ -268,6 +268,9 @@ class AsyncTestClient:
                 while True:
                     parsed = reader.parse(bytes(transport.data), transport.closed)
                     if parsed is not None:
+                        # As a test expects: the background tasks of the request
+                        # have run when its answer is handed back.
+                        await background.wait_idle()
                         return parsed[0]
                     if transport.closed:
                         raise ConnectionError(

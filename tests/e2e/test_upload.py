@@ -220,7 +220,12 @@ def form_app() -> veter.App:
         while chunk := await upload.read(MiB):
             digest.update(chunk)
             size += len(chunk)
-        return {"name": upload.filename, "bytes": size, "sha256": digest.hexdigest(), "disk": not upload.in_memory}
+        return {
+            "name": upload.filename,
+            "bytes": size,
+            "sha256": digest.hexdigest(),
+            "disk": not upload.in_memory,
+        }
 
     @app.post("/fails")
     async def fails(upload: veter.UploadFile) -> str:
@@ -256,4 +261,9 @@ def test_multipart_upload_spools_to_disk_in_bounded_memory(serve: Serve) -> None
         assert answer.status == expected
         assert peak - before < 32 * MiB, f"RSS grew by {(peak - before) // MiB} MiB"
         if path == "/file":
-            assert answer.json() == {"name": "big.bin", "bytes": total, "sha256": digest.hexdigest(), "disk": True}
+            assert answer.json() == {
+                "name": "big.bin",
+                "bytes": total,
+                "sha256": digest.hexdigest(),
+                "disk": True,
+            }

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from veter.background import BackgroundTasks
 from veter.concurrency import run_in_thread
 from veter.exceptions import HTTPException, RequestValidationError
 from veter.responses import Response
@@ -44,8 +45,9 @@ def adapter_for(
 
         async def call_with_dependencies(request: Any, **path: Any) -> Any:
             exits: list[Any] = []
+            tasks = BackgroundTasks()
             try:
-                kwargs = await solver.arguments(request, path, exits)
+                kwargs = await solver.arguments(request, path, exits, tasks)
                 if blocking:
                     result = await run_in_thread(handler, **kwargs)
                 else:
@@ -56,7 +58,9 @@ def adapter_for(
                 await finish(exits, error)
                 raise
             await finish(exits, None)
-            return encode(result) if encode is not None else result
+            answer = encode(result) if encode is not None else result
+            tasks.schedule(request)
+            return answer
 
         call_with_dependencies.__qualname__ = getattr(handler, "__qualname__", "handler")
         return call_with_dependencies
@@ -64,11 +68,14 @@ def adapter_for(
     read_body = _plan_body_reader(plan)
     read_form = form_reader(plan)
     request_name = plan.request_name
+    background = plan.background
 
     def arguments(request: Any, path: dict[str, Any], body: Any) -> dict[str, Any]:
         kwargs = read_values(request, path)
         if request_name is not None:
             kwargs[request_name] = request
+        if background is not None:
+            kwargs[background] = BackgroundTasks()
         if plan.body is not None and body is not REQUIRED:
             kwargs[plan.body.name] = body
         return kwargs
@@ -76,8 +83,12 @@ def adapter_for(
     if not is_async and not blocking and read_body is None and read_form is None:
 
         def call_sync(request: Any, **path: Any) -> Any:
-            result = handler(**arguments(request, path, REQUIRED))
-            return encode(result) if encode is not None else result
+            kwargs = arguments(request, path, REQUIRED)
+            result = handler(**kwargs)
+            answer = encode(result) if encode is not None else result
+            if background is not None:
+                kwargs[background].schedule(request)
+            return answer
 
         call_sync.__qualname__ = getattr(handler, "__qualname__", "handler")
         return call_sync
@@ -95,7 +106,10 @@ def adapter_for(
             result = handler(**kwargs)
             if is_async:
                 result = await result
-        return encode(result) if encode is not None else result
+        answer = encode(result) if encode is not None else result
+        if background is not None:
+            kwargs[background].schedule(request)
+        return answer
 
     call.__qualname__ = getattr(handler, "__qualname__", "handler")
     return call

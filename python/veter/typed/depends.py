@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
+from veter.background import BackgroundTasks
 from veter.exceptions import RequestValidationError
 from veter.typed.explain import Problem
 from veter.typed.forms import FormReader, form_reader
@@ -77,9 +78,12 @@ class Solver:
                 return replacement, found
         return dep.call, node
 
-    async def arguments(self, request: Any, path: dict[str, Any], exits: list[Any]) -> dict[str, Any]:
+    async def arguments(
+        self, request: Any, path: dict[str, Any], exits: list[Any], tasks: BackgroundTasks
+    ) -> dict[str, Any]:
         """The handler's keyword arguments, its dependencies called; generators to
-        finish are appended to ``exits``."""
+        finish are appended to ``exits``; ``tasks`` goes to every plan asking for
+        the request's background tasks."""
         values: dict[int, dict[str, Any]] = {}
         problems: list[Problem] = []
         self._collect(self._root, request, path, values, problems)
@@ -88,7 +92,7 @@ class Solver:
             raise RequestValidationError(list(unique.values()))
         body = await self._body(request)
         cache: dict[Callable[..., Any], Any] = {}
-        return await self._resolve(self._root, request, values, body, cache, exits)
+        return await self._resolve(self._root, request, values, body, cache, exits, tasks)
 
     def _collect(
         self,
@@ -131,11 +135,14 @@ class Solver:
         body: dict[int, dict[str, Any]],
         cache: dict[Callable[..., Any], Any],
         exits: list[Any],
+        tasks: BackgroundTasks,
     ) -> dict[str, Any]:
         kwargs = dict(values[id(node)])
         plan = node.plan
         if plan.request_name is not None:
             kwargs[plan.request_name] = request
+        if plan.background is not None:
+            kwargs[plan.background] = tasks
         if id(node) in body:
             kwargs.update(body[id(node)])
         for dep, child in node.deps:
@@ -143,7 +150,7 @@ class Solver:
             if dep.use_cache and call in cache:
                 kwargs[dep.name] = cache[call]
                 continue
-            arguments = await self._resolve(target, request, values, body, cache, exits)
+            arguments = await self._resolve(target, request, values, body, cache, exits, tasks)
             value = await _invoke(call, target.kind, arguments, exits)
             if dep.use_cache:
                 cache[call] = value

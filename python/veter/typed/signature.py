@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from veter._core import Request
+from veter.background import BackgroundTasks
 from veter.forms import UploadFile
 from veter.params import Body, Depends, File, Param, Path, Query
 from veter.typed.kinds import (
@@ -78,6 +79,8 @@ class Plan:
     dependencies: tuple[Dependency, ...] = ()
     #: Form fields and files (``Form``/``File``), read from one form body.
     form: tuple[Source, ...] = ()
+    #: The parameter that receives the request's ``BackgroundTasks``, if any.
+    background: str | None = None
 
     @property
     def streams_files(self) -> bool:
@@ -137,6 +140,7 @@ def plan_for(
     encoded_return = returns if returns is not REQUIRED and is_model(returns) else None
     values: list[Source] = []
     form: list[Source] = []
+    background: str | None = None
     body: Source | None = None
     dependencies: list[Dependency] = []
     for parameter in parameters:
@@ -151,6 +155,9 @@ def plan_for(
         hint = hints.get(parameter.name, str)
         if hint is Request and request_name is None:
             request_name = parameter.name  # the request, wherever it is declared
+            continue
+        if hint is BackgroundTasks:
+            background = parameter.name
             continue
         depends = _depends(parameter, hint)
         if depends is not None:
@@ -177,7 +184,16 @@ def plan_for(
             form.append(source)
         else:
             values.append(source)
-    plan = Plan(handler, request_name, tuple(values), body, encoded_return, tuple(dependencies), tuple(form))
+    plan = Plan(
+        handler,
+        request_name,
+        tuple(values),
+        body,
+        encoded_return,
+        tuple(dependencies),
+        tuple(form),
+        background,
+    )
     _check_body_readers(plan, where)
     return plan
 
