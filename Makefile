@@ -29,7 +29,7 @@ $(VENV)/.installed: pyproject.toml Makefile tests/websockets/autobahn/requiremen
 	$(PY) -m pip install --quiet "maturin>=1.7,<2" "uvloop>=0.21" "orjson>=3.10" "click>=8.1" "watchfiles>=0.21" \
 		"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" "hypothesis>=6.100" "prometheus-client>=0.20" "websockets>=13" "kubernetes-validate>=1.37" "mypy>=1.13" "ruff>=0.8" \
 		"asyncpg>=0.29" "redis[hiredis]>=5" "asyncmy>=0.2.9" "aiohttp>=3.10" "aiodns>=3.2" "py-spy>=0.3.14" \
-		"brotli>=1.1" "zstandard>=0.23" "msgspec>=0.18" "pydantic>=2.7" "openapi-spec-validator>=0.7" "swagger-ui-py>=25" $(HOSTED_TEST_DEPS)
+		"brotli>=1.1" "zstandard>=0.23" "msgspec>=0.18" "pydantic>=2.7" "openapi-spec-validator>=0.7" "swagger-ui-py>=25" "schemathesis>=4.3" $(HOSTED_TEST_DEPS)
 	touch $@
 
 build: $(VENV)/.installed

@@ -92,7 +92,7 @@ def test_operations_say_what_the_declarations_say() -> None:
     assert add["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Item"
     }
-    assert set(add["responses"]) == {"200", "409", "422"}
+    assert set(add["responses"]) == {"200", "400", "409", "413", "415", "422"}
     assert add["responses"]["409"] == {"description": "An item of that name exists"}
     item = doc["components"]["schemas"]["Item"]
     assert item["properties"]["price"] == {"type": "number", "exclusiveMinimum": 0}

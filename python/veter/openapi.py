@@ -79,6 +79,14 @@ class OpenAPI:
             )
 
 
+#: What a route reading a body may answer besides 422, from the core or the reader.
+_BODY_ERRORS = {
+    "400": "Malformed body (not JSON, not UTF-8, a broken form)",
+    "413": "Body too large (max_body_bytes, the form limits)",
+    "415": "Unsupported Content-Type",
+}
+
+
 def document(config: OpenAPI, routes: Sequence[Route]) -> dict[str, Any]:
     """The OpenAPI 3.1 document for ``routes``."""
     builder = _Builder()
@@ -170,6 +178,10 @@ class _Builder:
         # Only a typed handler's requests are validated (a plain one's never get 422).
         validated = plan is not None and (body is not None or any(p.values or p.form for p in plan.walk()))
         op["responses"] = self.responses(route, plan, validated)
+        if body is not None or form:
+            for status, described in _BODY_ERRORS.items():
+                op["responses"].setdefault(status, {"description": described})
+            op["responses"] = dict(sorted(op["responses"].items()))
         return op
 
     def form_body(self, sources: list[Source]) -> dict[str, Any]:

@@ -203,3 +203,21 @@ def test_unannotated_parameters_with_defaults_keep_them() -> None:
     with TestClient(app) as client:
         assert client.get("/a?body=x").json() == {"a": [1, 2]}
         assert client.get("/b").text == "text"
+
+
+def test_constraints_on_an_optional_value() -> None:
+    app = veter.App()
+
+    @app.get("/find")
+    def find(
+        q: Annotated[str | None, Query(min_length=2)] = None,
+        n: Annotated[int | None, Query(ge=1)] = None,
+    ) -> dict[str, object]:
+        return {"q": q, "n": n}
+
+    with TestClient(app) as c:
+        assert c.get("/find").json() == {"q": None, "n": None}
+        assert c.get("/find?q=ab&n=3").json() == {"q": "ab", "n": 3}
+        bad = c.get("/find?q=a&n=0")
+        assert bad.status == 422
+        assert [p["loc"] for p in bad.json()["detail"]] == [["query", "q"], ["query", "n"]]

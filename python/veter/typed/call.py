@@ -183,7 +183,9 @@ def _body_reader(source: Source) -> Callable[[Any, bytes], Any]:
     model = strip_optional(tp)
     if is_pydantic_model(model):
         return _pydantic_body_reader(source, model, optional)
-    decoder = msgspec.json.Decoder(tp)
+    # Lax, as pydantic's default is: 3.0 is an int, "3" too (JSON Schema's
+    # integer admits 3.0, so a client built from the document may send it).
+    decoder = msgspec.json.Decoder(tp, strict=False)
 
     def read(request: Any, body: bytes) -> Any:
         if not body:
@@ -238,7 +240,7 @@ def _body_problems(body: bytes, tp: Any, error: msgspec.ValidationError) -> list
     first = [from_validation_error(error, ["body"], msgspec.UNSET)]
     try:
         value = msgspec.json.decode(body)
-        return explain(value, tp, ["body"]) or first
+        return explain(value, tp, ["body"], strict=False) or first
     except UnicodeDecodeError:
         # The typed decoder met a type error before the bad bytes.
         raise HTTPException(400, "request body is not valid JSON: it is not UTF-8") from None

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
+import orjson
 
 from veter.typed.kinds import strip_optional, unannotated
 
@@ -40,9 +41,17 @@ def _shown(value: Any) -> Any:
         return value[:MAX_INPUT] + "..."
     if isinstance(value, (bytes, bytearray)):
         return _shown(bytes(value).decode("utf-8", "replace"))
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
+        return str(value)  # past what JSON encoders take
     if isinstance(value, (dict, list)):
         text = repr(value)
-        return value if len(text) <= MAX_INPUT else text[:MAX_INPUT] + "..."
+        if len(text) > MAX_INPUT:
+            return text[:MAX_INPUT] + "..."
+        try:
+            orjson.dumps(value)
+        except TypeError:
+            return text  # holds something the answer cannot encode (a huge integer)
+        return value
     return value
 
 

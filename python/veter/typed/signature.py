@@ -372,8 +372,12 @@ def _with_constraints(tp: Any, marker: Param, what: str) -> Any:
         meta = msgspec.Meta(**constraints)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what}: {exc}") from None
-    if is_pydantic_model(strip_optional(tp)):
+    inner = strip_optional(tp)
+    if is_pydantic_model(inner):
         return tp
+    if inner is not unannotated(tp):
+        # Optional: the constraints are the value's (None stays allowed).
+        return typing.Optional[typing.Annotated[inner, meta]]  # noqa: UP045 - a type built at run time
     return typing.Annotated[tp, meta]
 
 
