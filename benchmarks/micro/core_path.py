@@ -18,6 +18,11 @@ Scenarios (request ids on, access log off, every other default too):
 - ``headers20``: ``plaintext`` with 20 request headers, one request per read
 - ``asgi``: a raw ASGI 3 app hosted by veter (``veter run`` of an ASGI callable)
   answering plaintext in two ``send`` calls, one request per read
+- ``typed_get``: a typed ``def`` handler with three typed query parameters (one
+  with constraints) answering a dict, one request per read
+- ``typed_post``: a typed ``def`` handler taking a JSON body of 10 fields (a nested
+  object and a list) as a ``msgspec.Struct`` and answering it through its declared
+  return type, one request per read
 """
 
 from __future__ import annotations
@@ -29,9 +34,12 @@ import itertools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 import veter
+from veter.params import Query
 
 
 class NullTransport(asyncio.Transport):
@@ -67,8 +75,37 @@ class Scenario:
     hosted: bool = False  # served by a hosted ASGI app instead of a veter.App
 
 
+class _Address(msgspec.Struct):
+    street: str
+    city: str
+    zip: str
+
+
+class _Order(msgspec.Struct):
+    id: int
+    customer: str
+    email: str
+    quantity: int
+    price: float
+    currency: str
+    express: bool
+    note: str | None
+    address: _Address
+    items: list[str]
+
+
 def _app() -> veter.App:
     app = veter.App()
+
+    @app.get("/typed")
+    def typed_get(
+        limit: Annotated[int, Query(ge=1, le=100)] = 10, offset: int = 0, q: str = ""
+    ) -> dict[str, object]:
+        return {"limit": limit, "offset": offset, "q": q}
+
+    @app.post("/typed")
+    def typed_post(order: _Order) -> _Order:
+        return order
 
     @app.get("/")
     def plaintext(request: veter.Request) -> str:
@@ -104,6 +141,11 @@ def _get(path: str, extra: str = "") -> bytes:
 
 _HEADERS20 = "".join(f"X-Header-{i:02}: value number {i} of twenty\r\n" for i in range(19))
 _BODY = b"x" * 1024
+_ORDER = (
+    b'{"id":1042,"customer":"Ada Lovelace","email":"ada@example.com","quantity":3,"price":19.95,'
+    b'"currency":"EUR","express":true,"note":null,"address":{"street":"12 Analytical Row",'
+    b'"city":"London","zip":"N1 7AA"},"items":["sku-1","sku-22","sku-333"]}'
+)
 
 SCENARIOS: dict[str, Scenario] = {
     "plaintext": Scenario(_get("/"), 1),
@@ -119,6 +161,13 @@ SCENARIOS: dict[str, Scenario] = {
     "notfound": Scenario(_get("/missing"), 1),
     "headers20": Scenario(_get("/", _HEADERS20), 1),
     "asgi": Scenario(_get("/"), 1, may_suspend=True, hosted=True),
+    "typed_get": Scenario(_get("/typed?limit=20&offset=40&q=shoes"), 1),
+    "typed_post": Scenario(
+        b"POST /typed HTTP/1.1\r\nHost: 127.0.0.1:40000\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(_ORDER), _ORDER),
+        1,
+        may_suspend=True,
+    ),
 }
 
 
