@@ -31,6 +31,13 @@ impl Ready {
         Err(PyStopIteration::new_err((self.value.clone_ref(py),)))
     }
 
+    /// The result, without awaiting: it is already known (`request.body().value`
+    /// in a plain `def` handler).
+    #[getter]
+    fn value(&self, py: Python<'_>) -> Py<PyAny> {
+        self.value.clone_ref(py)
+    }
+
     fn send(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         // The result is already known; whatever is sent in is ignored. (A method, not
         // the slot: the end is always the exception here.)

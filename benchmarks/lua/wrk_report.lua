@@ -8,6 +8,17 @@
 local depth = tonumber(os.getenv("WRK_PIPELINE") or "1")
 local batch = nil
 
+-- WRK_BODY=FILE: POST that file's bytes as JSON (set here, before any request is
+-- made, so the static request path still serves it).
+local body_file = os.getenv("WRK_BODY")
+if body_file then
+   local fh = assert(io.open(body_file, "rb"))
+   wrk.method = "POST"
+   wrk.body = fh:read("*a")
+   fh:close()
+   wrk.headers["Content-Type"] = "application/json"
+end
+
 function init(args)
    if depth > 1 then
       batch = string.rep(wrk.format(), depth)

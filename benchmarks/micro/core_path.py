@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
-
 import veter
 from veter.params import Query
 
@@ -98,9 +97,7 @@ def _app() -> veter.App:
     app = veter.App()
 
     @app.get("/typed")
-    def typed_get(
-        limit: Annotated[int, Query(ge=1, le=100)] = 10, offset: int = 0, q: str = ""
-    ) -> dict[str, object]:
+    def typed_get(limit: Annotated[int, Query(ge=1, le=100)] = 10, offset: int = 0, q: str = "") -> dict[str, object]:
         return {"limit": limit, "offset": offset, "q": q}
 
     @app.post("/typed")

@@ -8,6 +8,7 @@ import os
 import shlex
 import sqlite3
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from . import paths
@@ -19,8 +20,9 @@ def _pinned(argv: list[str]) -> list[str]:
     return ["taskset", "-c", paths.LOADGEN_CPU, *argv]
 
 
-def wrk(url: str, connections: int, seconds: int, pipeline: int = 1) -> Metrics:
-    """Closed loop: one wrk thread, `connections` connections, `pipeline` requests per write."""
+def wrk(url: str, connections: int, seconds: int, pipeline: int = 1, body: Path | None = None) -> Metrics:
+    """Closed loop: one wrk thread, `connections` connections, `pipeline` requests per
+    write; with `body`, POSTs of that file's bytes as JSON."""
     argv = _pinned(
         [
             str(paths.WRK),
@@ -35,9 +37,12 @@ def wrk(url: str, connections: int, seconds: int, pipeline: int = 1) -> Metrics:
         ]
     )
     env = {**os.environ, "WRK_PIPELINE": str(pipeline)}
+    command = f"WRK_PIPELINE={pipeline} {shlex.join(argv)}"
+    if body is not None:
+        env["WRK_BODY"] = str(body)
+        command = f"WRK_BODY={body.name} {command}"
     out = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     line = next((ln for ln in out.stdout.splitlines() if ln.startswith("WRK_JSON ")), None)
-    command = f"WRK_PIPELINE={pipeline} {shlex.join(argv)}"
     if line is None:
         return {"error": f"wrk gave no summary: {out.stderr.strip()[-300:]}", "command": command}
     raw = json.loads(line.removeprefix("WRK_JSON "))
@@ -54,16 +59,18 @@ def wrk(url: str, connections: int, seconds: int, pipeline: int = 1) -> Metrics:
     }
 
 
-def oha_argv(url: str, rate: int | None, seconds: float, connections: int) -> list[str]:
+def oha_argv(url: str, rate: int | None, seconds: float, connections: int, body: Path | None = None) -> list[str]:
     """Open loop at `rate` requests/s with coordinated-omission correction, or, with
-    rate None, a closed loop of `connections` clients each waiting for its answer."""
+    rate None, a closed loop of `connections` clients each waiting for its answer;
+    with `body`, POSTs of that file's bytes as JSON."""
     pacing = ["-q", str(rate), "--latency-correction"] if rate else []
-    tail = ["-w", "-t", "10s", "--no-tui", "--output-format", "json", url]
+    post = ["-m", "POST", "-D", str(body), "-H", "Content-Type: application/json"] if body else []
+    tail = [*post, "-w", "-t", "10s", "--no-tui", "--output-format", "json", url]
     return _pinned([str(paths.OHA), "-z", f"{seconds}s", *pacing, "-c", str(connections), *tail])
 
 
-def oha(url: str, rate: int | None, seconds: float, connections: int) -> Metrics:
-    argv = oha_argv(url, rate, seconds, connections)
+def oha(url: str, rate: int | None, seconds: float, connections: int, body: Path | None = None) -> Metrics:
+    argv = oha_argv(url, rate, seconds, connections, body)
     out = subprocess.run(argv, capture_output=True, text=True, check=False)
     return parse_oha(out.stdout, out.stderr, shlex.join(argv), rate)
 

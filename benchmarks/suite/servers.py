@@ -26,9 +26,16 @@ ROUTES = {
     "fanout": "/fanout/7",
     "cpu5": "/cpu5",
     "ws": "/ws",  # WebSocket echo (the ws scenario)
+    # The typed scenario: a validated JSON body echoed, three typed query parameters,
+    # and the same two untyped (veter only).
+    "order": "/order",
+    "items": "/items?limit=20&offset=40&q=shoes",
+    "order-raw": "/order-raw",
+    "items-raw": "/items-raw?limit=20&offset=40&q=shoes",
 }
 HELLO = frozenset({"plaintext", "json"})
 ASYNC = HELLO | {"sleep1", "sleep10", "sleep50", "sleep100", "hard", "block"}
+TYPED = frozenset({"order", "items"})
 SYNC_WORKERS = 3
 
 Argv = Callable[[int, int], list[str]]
@@ -271,6 +278,37 @@ ALL: dict[str, Server] = {
         ),
         Server("uvicorn-starlette", "Starlette on uvicorn", ASYNC, _uvicorn("starlette_app:app"), needs=PEERS_NEED),
         Server("fastapi", "FastAPI on uvicorn", ASYNC, _uvicorn("fastapi_app:app"), needs=PEERS_NEED),
+        Veter(
+            "veter-typed",
+            "veter, typed handlers (msgspec Struct body)",
+            TYPED | {"order-raw", "items-raw"},
+            lambda port, workers: [
+                *paths.veter_run("benchmarks.apps.typed_veter:app"),
+                *("--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)),
+            ],
+            cwd=paths.REPO,
+        ),
+        Server(
+            "fastapi-typed",
+            "FastAPI on uvicorn (pydantic models)",
+            TYPED,
+            _uvicorn("typed_fastapi:app"),
+            needs=PEERS_NEED,
+        ),
+        Server(
+            "litestar-typed",
+            "Litestar on uvicorn (msgspec models)",
+            TYPED,
+            _uvicorn("typed_litestar:app"),
+            needs=PEERS_NEED,
+        ),
+        Server(
+            "blacksheep-typed",
+            "BlackSheep on uvicorn (pydantic models)",
+            TYPED,
+            _uvicorn("typed_blacksheep:app"),
+            needs=PEERS_NEED,
+        ),
         Server("granian-rsgi", "Granian, raw RSGI app", HELLO, _granian("rsgi", "granian_rsgi:app"), needs=PEERS_NEED),
         Server("granian-asgi", "Granian, raw ASGI app", HELLO, _granian("asgi", "asgi_raw:app"), needs=PEERS_NEED),
         Server(

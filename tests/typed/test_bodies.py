@@ -188,3 +188,42 @@ def test_hostile_and_wrong_bodies_get_4xx(
 def test_deep_nesting_inside_a_model_is_not_a_500(client: TestClient) -> None:
     deep = b'{"id": 1, "qty": 1, "tags": ' + b"[" * 1500 + b"]" * 1500 + b"}"
     assert client.post("/orders", content=deep).status in (400, 422)
+
+
+def test_a_def_handler_with_a_json_body_stays_a_plain_call() -> None:
+    # The body is read before the handler starts: no coroutine, no task per request,
+    # unless the route streams its body.
+    import inspect
+
+    from veter.routing import Route
+    from veter.typed import typed_route
+
+    def create(order: Order) -> Receipt:
+        return Receipt(order=order.id, total=1.0)
+
+    plain = typed_route(Route("/o", ("POST",), create), {})
+    assert not inspect.iscoroutinefunction(plain.handler)
+    streamed = typed_route(Route("/o", ("POST",), create, stream_body=True), {})
+    assert inspect.iscoroutinefunction(streamed.handler)
+
+    async def create_async(order: Order) -> Receipt:
+        return create(order)
+
+    app = veter.App()
+    app.post("/plain")(create)
+    app.post("/streamed", stream_body=True)(create_async)
+    with TestClient(app) as c:
+        for path in ("/plain", "/streamed"):
+            assert c.post(path, json=GOOD).json() == {"order": 1, "total": 1.0}
+            assert c.post(path, json={"id": "x"}).status == 422
+
+
+def test_ready_value_is_the_body_without_awaiting() -> None:
+    app = veter.App()
+
+    @app.post("/len")
+    def length(request: veter.Request) -> str:
+        return str(len(request.body().value))
+
+    with TestClient(app) as c:
+        assert c.post("/len", content=b"12345").text == "5"

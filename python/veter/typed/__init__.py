@@ -47,6 +47,7 @@ def typed_route(route: Route, overrides: MutableMapping[Callable[..., Any], Call
         overrides=overrides,
         path_names=path_names(route.path),
         where=_where(route),
+        streams=route.stream_body or plan.streams_files,
     )
     # A route taking files reads its body as it arrives: a large upload goes to
     # disk as it comes, never whole into memory.

@@ -15,7 +15,7 @@ from veter.concurrency import run_in_thread
 from veter.exceptions import HTTPException, RequestValidationError
 from veter.responses import Response
 from veter.streaming import StreamingResponse
-from veter.typed.depends import Solver, finish
+from veter.typed.depends import Solver, body_bytes, finish
 from veter.typed.explain import Problem, explain, from_validation_error, problem
 from veter.typed.forms import form_reader
 from veter.typed.kinds import is_pydantic_model, strip_optional
@@ -36,12 +36,16 @@ def adapter_for(
     overrides: MutableMapping[Callable[..., Any], Callable[..., Any]],
     path_names: set[str],
     where: str,
+    streams: bool = False,
 ) -> Callable[..., Any]:
-    """What the core calls, ``(request, **path_params)``, for a typed handler."""
+    """What the core calls, ``(request, **path_params)``, for a typed handler
+    (``streams``: the route reads its body as it arrives)."""
     encode = _encoder(plan.returns) if plan.returns is not None else None
     handler = plan.handler
     if plan.dependencies:
-        solver = Solver(plan, _values_reader, _plan_body_reader, overrides, path_names, where)
+        solver = Solver(
+            plan, _values_reader, _plan_body_reader, overrides, path_names, where, streams=streams
+        )
 
         async def call_with_dependencies(request: Any, **path: Any) -> Any:
             exits: list[Any] = []
@@ -80,6 +84,21 @@ def adapter_for(
             kwargs[plan.body.name] = body
         return kwargs
 
+    if not is_async and not blocking and read_body is not None and read_form is None and not streams:
+        # The body was read before the handler started: a plain def handler with a
+        # JSON body stays a plain call (no coroutine, no task).
+
+        def call_sync_body(request: Any, **path: Any) -> Any:
+            kwargs = arguments(request, path, read_body(request, request.body().value))
+            result = handler(**kwargs)
+            answer = encode(result) if encode is not None else result
+            if background is not None:
+                kwargs[background].schedule(request)
+            return answer
+
+        call_sync_body.__qualname__ = getattr(handler, "__qualname__", "handler")
+        return call_sync_body
+
     if not is_async and not blocking and read_body is None and read_form is None:
 
         def call_sync(request: Any, **path: Any) -> Any:
@@ -96,7 +115,7 @@ def adapter_for(
     async def call(request: Any, **path: Any) -> Any:
         body = REQUIRED
         if read_body is not None:
-            body = read_body(request, await request.body())
+            body = read_body(request, await body_bytes(request, streams))
         kwargs = arguments(request, path, body)
         if read_form is not None:
             kwargs.update(await read_form(request))

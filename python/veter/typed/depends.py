@@ -22,9 +22,18 @@ from veter.typed.explain import Problem
 from veter.typed.forms import FormReader, form_reader
 from veter.typed.signature import Plan, dependency_plan
 
-__all__ = ["Solver", "finish"]
+__all__ = ["Solver", "body_bytes", "finish"]
 
 log = logging.getLogger("veter.error")
+
+
+async def body_bytes(request: Any, streams: bool) -> bytes:
+    """The whole body: read before the handler started, or (``streams``) as it arrives."""
+    if streams:
+        return b"".join([chunk async for chunk in request.stream()])
+    body: bytes = await request.body()
+    return body
+
 
 Reader = Callable[[Any, dict[str, Any]], dict[str, Any]]
 BodyReader = Callable[[Any, bytes], Any]
@@ -55,7 +64,10 @@ class Solver:
         overrides: MutableMapping[Callable[..., Any], Callable[..., Any]],
         path_names: set[str],
         where: str,
+        *,
+        streams: bool = False,
     ) -> None:
+        self._streams = streams
         self._make_reader = make_reader
         self._make_body = make_body
         self._overrides = overrides
@@ -121,7 +133,8 @@ class Solver:
             node = stack.pop()
             if id(node) not in found:
                 if node.read_body is not None and node.plan.body is not None:
-                    found[id(node)] = {node.plan.body.name: node.read_body(request, await request.body())}
+                    raw = await body_bytes(request, self._streams)
+                    found[id(node)] = {node.plan.body.name: node.read_body(request, raw)}
                 elif node.read_form is not None:
                     found[id(node)] = await node.read_form(request)
             stack.extend(self._node_of(dep, child)[1] for dep, child in node.deps)
