@@ -17,6 +17,8 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Literal, TypedDict
 
+from veter.syntax import HOST_NAME, TOKEN
+
 __all__ = [
     "CookieAttributes",
     "DeleteCookieAttributes",
@@ -47,7 +49,6 @@ class CookieAttributes(DeleteCookieAttributes, total=False):
 
 
 #: RFC 9110 token: what a cookie name may be (RFC 6265, section 4.1.1).
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 #: cookie-octet: printable US-ASCII but space, '"', ',', ';' and '\'. A value is
 #: octets, optionally in one pair of double quotes.
 _OCTET = r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]"
@@ -55,9 +56,7 @@ _VALUE = re.compile(f'{_OCTET}*|"{_OCTET}*"')
 #: Path and Domain values: no control characters and no ';' (RFC 6265 av-octet).
 _ATTRIBUTE = re.compile(r"[\x20-\x3a\x3c-\x7e]*")
 #: A host name (an optional leading dot, which browsers ignore), or an IP literal.
-_DOMAIN = re.compile(
-    r"\.?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
-)
+_DOMAIN = re.compile(rf"\.?{HOST_NAME}")
 #: What browsers keep of one cookie: its name and value together (RFC 6265bis).
 MAX_NAME_AND_VALUE = 4096
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -159,7 +158,7 @@ def delete_cookie_header(
 def _check_name(key: object) -> None:
     if not isinstance(key, str):
         raise TypeError(f"a cookie name must be a str, not {type(key).__name__}")
-    if not _TOKEN.fullmatch(key):
+    if not TOKEN.fullmatch(key):
         raise ValueError(
             f"{key!r} is not a valid cookie name: it must be a non-empty token (letters, digits and "
             "!#$%&'*+-.^_`|~; no spaces, '=' or separators)"

@@ -11,21 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from veter.routing import Route
+from veter.routing import PATH_PARAM, Route
 from veter.typed import plan_of
 from veter.typed.kinds import is_pydantic_model, strip_optional
 from veter.typed.signature import Plan, Source
 
 __all__ = ["OpenAPI", "document"]
 
-_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([a-z]+))?\}")
 _REF = "#/components/schemas/{name}"
 _VALIDATION_ERROR = {
     "title": "ValidationError",
@@ -96,7 +94,7 @@ def document(config: OpenAPI, routes: Sequence[Route]) -> dict[str, Any]:
         if route.websocket or not route.include_in_schema:
             continue
         plan = plan_of(route)
-        item = paths.setdefault(_PARAM.sub(r"{\1}", route.path), {})
+        item = paths.setdefault(PATH_PARAM.sub(r"{\1}", route.path), {})
         for method in route.methods:
             if method == "HEAD" and "GET" in route.methods:
                 continue
@@ -220,7 +218,7 @@ class _Builder:
             seen.add((source.location, source.key))
             out.append(self.parameter(source))
         # Path parameters of plain handlers: from the template.
-        for match in _PARAM.finditer(route.path):
+        for match in PATH_PARAM.finditer(route.path):
             name, kind = match.group(1), match.group(2) or "str"
             if ("path", name) not in seen:
                 seen.add(("path", name))

@@ -82,7 +82,8 @@ class Endpoint:
     websocket: bool
 
 
-_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::(str|int|path))?\}")
+#: A parameter of a path template: its name (group 1) and converter (group 2, if given).
+PATH_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::(str|int|path))?\}")
 
 
 def path_for(template: str, params: Mapping[str, object]) -> str:
@@ -107,7 +108,7 @@ def path_for(template: str, params: Mapping[str, object]) -> str:
             raise ValueError(f"{template}: {name!r} may not be empty")
         return quote(text, safe="/" if kind == "path" else "")
 
-    path = _PARAM.sub(fill, template)
+    path = PATH_PARAM.sub(fill, template)
     extra = sorted(set(params) - used)
     if extra:
         raise ValueError(f"{template}: no parameter named {', '.join(repr(e) for e in extra)}")

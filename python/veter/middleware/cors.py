@@ -26,6 +26,7 @@ from typing import Any
 from veter._core import Response
 from veter.responses import AnyResponse
 from veter.routing import CallNext, Middleware
+from veter.syntax import TOKEN
 
 __all__ = ["cors"]
 
@@ -34,7 +35,6 @@ __all__ = ["cors"]
 SAFELISTED = frozenset({"accept", "accept-language", "content-language", "content-type"})
 #: Methods a browser sends without a preflight; always allowed.
 SIMPLE_METHODS = frozenset({"GET", "HEAD", "POST"})
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def cors(
@@ -193,6 +193,6 @@ def _checked_origin(origin: str) -> str:
 
 
 def _checked_token(value: str, what: str) -> str:
-    if not _TOKEN.fullmatch(value):
+    if not TOKEN.fullmatch(value):
         raise ValueError(f"cors(): {value!r} is not a valid {what} name")
     return value

@@ -17,10 +17,11 @@ from typing import Any
 from veter._core import Response
 from veter.responses import AnyResponse
 from veter.routing import CallNext, Middleware
+from veter.syntax import HOST_NAME
 
 __all__ = ["trusted_hosts"]
 
-_NAME = re.compile(r"(?:\*\.)?[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.?")
+_NAME = re.compile(rf"(?:\*\.)?{HOST_NAME}\.?")
 _IPV6 = re.compile(r"\[[0-9a-f:.]+\]")
 
 

@@ -9,22 +9,19 @@ a typed one is wrapped in the adapter its signature's plan describes.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-from veter.routing import Route, is_async_callable
+from veter.routing import PATH_PARAM, Route, is_async_callable
 from veter.typed.call import adapter_for
 from veter.typed.signature import Plan, plan_for
 
 __all__ = ["Plan", "path_names", "plan_of", "typed_route"]
 
-_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::[a-z]+)?\}")
-
 
 def path_names(template: str) -> set[str]:
     """The parameter names of a route's path template."""
-    return set(_NAME.findall(template))
+    return {match.group(1) for match in PATH_PARAM.finditer(template)}
 
 
 def plan_of(route: Route) -> Plan | None:
