@@ -221,3 +221,17 @@ def test_constraints_on_an_optional_value() -> None:
         bad = c.get("/find?q=a&n=0")
         assert bad.status == 422
         assert [p["loc"] for p in bad.json()["detail"]] == [["query", "q"], ["query", "n"]]
+
+
+def test_a_mutable_default_is_copied_for_each_request() -> None:
+    app = veter.App()
+
+    @app.get("/tags")
+    def tags(tags: list[str] = ["a"]) -> dict[str, object]:  # noqa: B006 - what is tested
+        tags.append("seen")
+        return {"tags": tags}
+
+    with TestClient(app) as c:
+        assert c.get("/tags").json() == {"tags": ["a", "seen"]}
+        assert c.get("/tags").json() == {"tags": ["a", "seen"]}
+        assert c.get("/tags?tags=b").json() == {"tags": ["b", "seen"]}

@@ -37,7 +37,20 @@ def typed_route(route: Route, overrides: MutableMapping[Callable[..., Any], Call
     plan = plan_of(route)
     if plan is None:
         return route
-    adapter = adapter_for(
+    try:
+        adapter = _adapter(route, plan, overrides)
+    except TypeError as exc:  # what msgspec refuses in a model made from the signature
+        raise TypeError(f"{_where(route)}: {exc}") from None
+    # A route taking files reads its body as it arrives: a large upload goes to
+    # disk as it comes, never whole into memory.
+    stream_body = route.stream_body or plan.streams_files
+    return dataclasses.replace(route, handler=adapter, blocking=False, stream_body=stream_body)
+
+
+def _adapter(
+    route: Route, plan: Plan, overrides: MutableMapping[Callable[..., Any], Callable[..., Any]]
+) -> Callable[..., Any]:
+    return adapter_for(
         plan,
         is_async=is_async_callable(route.handler),
         blocking=route.blocking,
@@ -46,10 +59,6 @@ def typed_route(route: Route, overrides: MutableMapping[Callable[..., Any], Call
         where=_where(route),
         streams=route.stream_body or plan.streams_files,
     )
-    # A route taking files reads its body as it arrives: a large upload goes to
-    # disk as it comes, never whole into memory.
-    stream_body = route.stream_body or plan.streams_files
-    return dataclasses.replace(route, handler=adapter, blocking=False, stream_body=stream_body)
 
 
 def _where(route: Route) -> str:

@@ -138,7 +138,7 @@ def _values_reader(plan: Plan) -> Callable[[Any, dict[str, Any]], dict[str, Any]
     sources = plan.values
     if not sources:
         return lambda request, path: {}
-    fields = [(s.name, s.type, msgspec.NODEFAULT if s.required else s.default) for s in sources]
+    fields = [s.field() for s in sources]
     model = msgspec.defstruct("Values", fields, kw_only=True)
     names = [s.name for s in sources]
     wants = {s.location for s in sources}

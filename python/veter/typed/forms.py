@@ -38,7 +38,7 @@ def form_reader(plan: Plan) -> FormReader | None:
     model = (
         msgspec.defstruct(
             "FormValues",
-            [(s.name, s.type, msgspec.NODEFAULT if s.required else s.default) for s in fields],
+            [s.field() for s in fields],
             kw_only=True,
         )
         if fields

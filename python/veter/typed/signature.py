@@ -5,7 +5,9 @@ handler and the parameter, before the app serves anything."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import inspect
 import typing
 from collections.abc import Callable
@@ -52,6 +54,19 @@ class Source:
     @property
     def required(self) -> bool:
         return self.default is REQUIRED
+
+    def field(self) -> tuple[str, Any, Any]:
+        """This value as a field of a ``msgspec.defstruct`` model: a non-empty
+        mutable default (``tags: list[str] = ["a"]``) is copied for each request."""
+        if self.required:
+            return (self.name, self.type, msgspec.NODEFAULT)
+        if isinstance(self.default, (list, dict, set, bytearray)) and self.default:
+            return (
+                self.name,
+                self.type,
+                msgspec.field(default_factory=functools.partial(copy.deepcopy, self.default)),
+            )
+        return (self.name, self.type, self.default)
 
 
 @dataclasses.dataclass(frozen=True)
