@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from veter.datastructures import Headers, QueryParams, State, parse_cookies
 
 
@@ -35,3 +38,24 @@ def test_state() -> None:
     s.b = 2
     assert (s.a, s.b) == (1, 2)
     assert "a=1" in repr(s)
+
+
+@given(st.text(alphabet="ab=&%+;2F", max_size=30))
+def test_query_parsing_matches_parse_qsl(query: str) -> None:
+    # The fast path (nothing to decode) splits as parse_qsl does; the rest is parse_qsl.
+    from urllib.parse import parse_qsl
+
+    try:
+        expected = parse_qsl(query, keep_blank_values=True)
+    except UnicodeDecodeError:
+        return
+    assert QueryParams.from_string(query).multi_items() == expected
+
+
+def test_get_is_first_value_or_default() -> None:
+    q = QueryParams([("a", "1"), ("a", "2")])
+    assert q.get("a") == "1"
+    assert q.get("b") is None
+    assert q.get("b", "x") == "x"
+    h = Headers([("X-Token", "t")])
+    assert h.get("x-token") == "t" and h.get("X-TOKEN") == "t"

@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl
 __all__ = ["Headers", "QueryParams", "State", "parse_cookies"]
 
 V = TypeVar("V")
+D = TypeVar("D")
 
 
 class _MultiMapping(Mapping[str, V], Generic[V]):
@@ -38,6 +39,16 @@ class _MultiMapping(Mapping[str, V], Generic[V]):
 
     def __getitem__(self, key: str) -> V:
         return self._index[self._fold(key)][0]
+
+    @overload
+    def get(self, key: str) -> V | None: ...
+    @overload
+    def get(self, key: str, default: V | D) -> V | D: ...
+    def get(self, key: str, default: object = None) -> object:
+        """The first value of ``key``, or ``default`` (a dict lookup, not Mapping's
+        generic ``get`` through ``__getitem__`` and an exception)."""
+        values = self._index.get(self._fold(key))
+        return default if values is None else values[0]
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self._fold(key) in self._index
@@ -99,7 +110,12 @@ class QueryParams(_MultiMapping[str]):
 
     @classmethod
     def from_string(cls, query: str) -> QueryParams:
-        return cls(parse_qsl(query, keep_blank_values=True))
+        if "%" in query or "+" in query:
+            return cls(parse_qsl(query, keep_blank_values=True))
+        # Nothing to decode (the usual query): split it as parse_qsl would.
+        return cls(
+            [(name, value) for name, _, value in (part.partition("=") for part in query.split("&") if part)]
+        )
 
 
 def parse_cookies(header: str) -> dict[str, str]:

@@ -98,3 +98,37 @@ def test_docs_page_renders_and_tries_a_route_and_cors_holds(serve: Serve) -> Non
     assert '"text": "hello browser"' in results["answer"]
     assert results["allowed"] == {"ok": True, "body": {"text": "hello site", "times": 1}}
     assert results["other"]["ok"] is False  # another origin cannot read the answer
+
+
+@pytest.mark.timeout(180)
+def test_the_catalog_examples_docs_page(serve: Serve) -> None:
+    # examples/catalog.py, the typed example service: its page lists its operations
+    # and "Try it out" on the listing returns the route's answer.
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from examples.catalog import app
+
+    api = serve(app)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{api.port}/docs")
+            page.wait_for_selector(".opblock", timeout=30_000)
+            operations = page.locator(".opblock-summary-path").all_inner_texts()
+            listing = page.locator(".opblock-get .opblock-summary", has_text="/items").first
+            listing.click()
+            page.locator("button.try-out__btn").first.click()
+            page.locator("input[placeholder='limit']").fill("5")
+            page.locator("button.execute").first.click()
+            answer = page.locator(".live-responses-table .response-col_description pre").first
+            answer.wait_for(timeout=30_000)
+            text = answer.inner_text()
+        finally:
+            browser.close()
+    assert {o.replace("\u200b", "") for o in operations} == {
+        "/items",
+        "/items/{item_id}",
+        "/items/{item_id}/image",
+        "/search",
+    }
+    assert '"total"' in text and '"items"' in text

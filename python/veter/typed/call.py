@@ -138,41 +138,49 @@ def _values_reader(plan: Plan) -> Callable[[Any, dict[str, Any]], dict[str, Any]
     sources = plan.values
     if not sources:
         return lambda request, path: {}
-    fields = [s.field() for s in sources]
-    model = msgspec.defstruct("Values", fields, kw_only=True)
-    names = [s.name for s in sources]
-    wants = {s.location for s in sources}
+    model = msgspec.defstruct("Values", [s.field() for s in sources], kw_only=True)
+    asdict = msgspec.structs.asdict
+
+    def keys(location: str, many: bool = False) -> list[tuple[str, str]]:
+        return [(s.name, s.key) for s in sources if s.location == location and s.many == many]
+
+    # Per location, (parameter, key) pairs; the mappings' indexes are read directly
+    # (keys folded as they fold them: header names lower-cased at startup).
+    in_path, in_query, in_query_all = keys("path"), keys("query"), keys("query", many=True)
+    in_headers, in_cookies = keys("header"), keys("cookie")
 
     def read(request: Any, path: dict[str, Any]) -> dict[str, Any]:
-        query = request.query if "query" in wants else None
-        headers = request.headers if "header" in wants else None
-        cookies = request.cookies if "cookie" in wants else None
         raw: dict[str, Any] = {}
-        for source in sources:
-            value = _raw(source, path, query, headers, cookies)
-            if value is not msgspec.UNSET:
-                raw[source.name] = value
+        for name, key in in_path:
+            if key in path:
+                raw[name] = path[key]
+        if in_query or in_query_all:
+            index = request.query._index
+            for name, key in in_query:
+                values = index.get(key)
+                if values is not None:
+                    raw[name] = values[0]
+            for name, key in in_query_all:
+                values = index.get(key)
+                if values:
+                    raw[name] = list(values)
+        if in_headers:
+            index = request.headers._index
+            for name, key in in_headers:
+                values = index.get(key)
+                if values is not None:
+                    raw[name] = values[0]
+        if in_cookies:
+            cookies = request.cookies
+            for name, key in in_cookies:
+                if key in cookies:
+                    raw[name] = cookies[key]
         try:
-            checked = msgspec.convert(raw, model, strict=False)
+            return asdict(msgspec.convert(raw, model, strict=False))
         except msgspec.ValidationError:
             raise RequestValidationError(_values_problems(sources, raw)) from None
-        return {name: getattr(checked, name) for name in names}
 
     return read
-
-
-def _raw(source: Source, path: dict[str, Any], query: Any, headers: Any, cookies: Any) -> Any:
-    location = source.location
-    if location == "path":
-        return path.get(source.key, msgspec.UNSET)
-    if location == "query":
-        if source.many:
-            values = query.getall(source.key)
-            return values if values else msgspec.UNSET
-        return query.get(source.key, msgspec.UNSET)
-    if location == "header":
-        return headers.get(source.key, msgspec.UNSET)
-    return cookies.get(source.key, msgspec.UNSET)
 
 
 def _values_problems(sources: tuple[Source, ...], raw: dict[str, Any]) -> list[Problem]:
