@@ -10,7 +10,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYO3_PYTHON := $(abspath $(PY))
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: run test build lint rust-test py-test wheels wheel-test py-versions fuzz-ci bench clean docs-settings
+.PHONY: run test build lint rust-test py-test wheels wheel-test py-versions py-versions-prepare fuzz-prepare fuzz-ci bench clean docs-settings
 
 # The frameworks and clients the hosted-app tests serve and drive (tests/hosted/):
 # real ASGI apps, independent clients, and uvicorn as the differential oracle.
@@ -84,21 +84,23 @@ docs-settings: build
 
 # Each extra Python gets its own venv and target dir, so switching costs no rebuild.
 # Tests marked slow (deploy behind nginx, Autobahn) run on the first Python only.
-py-versions:
+PY_VERSION_DEPS := "maturin>=1.7,<2" "uvloop>=0.21" "orjson>=3.10" "click>=8.1" "watchfiles>=0.21" \
+	"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" "hypothesis>=6.100" "prometheus-client>=0.20" "websockets>=13" "playwright>=1.48" "kubernetes-validate>=1.37" "asyncpg>=0.29" "redis[hiredis]>=5" "asyncmy>=0.2.9" "aiohttp>=3.10" "aiodns>=3.2" "py-spy>=0.3.14" \
+	"brotli>=1.1" "zstandard>=0.23" "msgspec>=0.18" "pydantic>=2.7" "openapi-spec-validator>=0.7" "swagger-ui-py>=25" $(HOSTED_TEST_DEPS)
+
+# The extra Pythons' venvs and builds (.ci/run starts this in the background while
+# the first Python's tests run; a lock makes py-versions wait for it).
+py-versions-prepare:
+	@for v in $(EXTRA_PYTHONS); do \
+		echo "== [$$(date +%T)] preparing Python $$v"; \
+		bash scripts/prepare-python.sh $$v $(PY_VERSION_DEPS) || exit 1; \
+	done
+
+py-versions: py-versions-prepare
 	@echo "== [$$(date +%T)] $@"
 	@for v in $(EXTRA_PYTHONS); do \
-		exe=$$(ls -d $(PYENV_ROOT)/versions/$$v*/bin/python 2>/dev/null | tail -n1); \
-		[ -n "$$exe" ] || exe=$$(command -v python$$v || true); \
-		if [ -z "$$exe" ]; then echo "error: Python $$v not found (set EXTRA_PYTHONS to skip it)"; exit 1; fi; \
-		echo "== [$$(date +%T)] pytest on Python $$v ($$exe)"; \
-		venv=.venv-$$v; \
-		test -x $$venv/bin/python || $$exe -m venv $$venv || exit 1; \
-		$$venv/bin/python -m pip install --quiet "maturin>=1.7,<2" "uvloop>=0.21" "orjson>=3.10" "click>=8.1" "watchfiles>=0.21" \
-			"pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "anyio>=4" "h11>=0.14" "hypothesis>=6.100" "prometheus-client>=0.20" "websockets>=13" "playwright>=1.48" "kubernetes-validate>=1.37" "asyncpg>=0.29" "redis[hiredis]>=5" "asyncmy>=0.2.9" "aiohttp>=3.10" "aiodns>=3.2" "py-spy>=0.3.14" \
-			"brotli>=1.1" "zstandard>=0.23" "msgspec>=0.18" "pydantic>=2.7" "openapi-spec-validator>=0.7" "swagger-ui-py>=25" $(HOSTED_TEST_DEPS) || exit 1; \
-		VIRTUAL_ENV=$(CURDIR)/$$venv PYO3_PYTHON=$(CURDIR)/$$venv/bin/python CARGO_TARGET_DIR=target/py$$v \
-			$$venv/bin/maturin develop --release --quiet || exit 1; \
-		$$venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" || exit 1; \
+		echo "== [$$(date +%T)] pytest on Python $$v"; \
+		.venv-$$v/bin/python -m pytest -q -p no:cacheprovider -m "not slow" || exit 1; \
 	done
 
 # Fuzzing (docs/security.md): the cargo-fuzz targets, seeded from the request
@@ -108,11 +110,15 @@ py-versions:
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := parse_head chunked connection
 CARGO_FUZZ_VERSION := 0.13.2
-fuzz-ci: $(VENV)/.installed
-	@echo "== [$$(date +%T)] $@"
+# cargo-fuzz and the fuzz targets built (.ci/run starts this in the background too;
+# cargo's own locks make a second build wait for the first).
+fuzz-prepare:
 	command -v cargo-fuzz >/dev/null || cargo install --locked --quiet cargo-fuzz@$(CARGO_FUZZ_VERSION)
-	$(PY) fuzz/seeds.py
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build -O -a -s none
+
+fuzz-ci: $(VENV)/.installed fuzz-prepare
+	@echo "== [$$(date +%T)] $@"
+	$(PY) fuzz/seeds.py
 	cd fuzz && pids=; for t in $(FUZZ_TARGETS); do \
 		RUSTC_BOOTSTRAP=1 cargo fuzz run -O -a -s none $$t -- -max_total_time=$(FUZZ_SECONDS) \
 			-dict=http.dict -max_len=8192 -print_final_stats=1 > target/$$t.log 2>&1 & pids="$$pids $$!"; \
@@ -124,7 +130,7 @@ fuzz-ci: $(VENV)/.installed
 test: rust-test lint py-test wheel-test py-versions fuzz-ci
 
 bench: build
-	$(MAKE) -C benchmarks bench SCENARIO=$(SCENARIO) QUICK=$(QUICK)
+	$(MAKE) -C benchmarks bench SCENARIO=$(SCENARIO) QUICK=$(QUICK) SERVERS=$(SERVERS)
 
 clean:
 	rm -rf $(VENV) target

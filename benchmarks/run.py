@@ -1,6 +1,6 @@
 """Run benchmark scenarios and refresh docs/benchmarks.md.
 
-    python run.py [--scenario NAME|all] [--quick] [--runs N] [--seconds S] [--docs-only]
+    python run.py [--scenario NAME|all] [--quick] [--runs N] [--seconds S] [--servers N] [--docs-only]
 
 Run it with the peers' virtualenv (benchmarks/.work/venv-peers), as the Makefile does.
 """
@@ -50,6 +50,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, help="runs per cell (default 3, quick 1)")
     parser.add_argument("--seconds", type=int, help="seconds per cell")
     parser.add_argument("--docs-only", action="store_true", help="only regenerate docs/benchmarks.md")
+    parser.add_argument(
+        "--servers", type=int, help="only the first N servers of each scenario (CI's smoke run: veter and a peer)"
+    )
     args = parser.parse_args()
 
     if args.scenario != "all" and args.scenario not in BY_NAME:
@@ -63,6 +66,8 @@ def main() -> int:
             began = time.monotonic()
             started = datetime.now().astimezone()
             plan = module.plan(settings)
+            if args.servers:
+                plan.servers = plan.servers[: args.servers]
             measure.say(
                 f"== {module.NAME}: {len(plan.servers)} servers x {len(plan.cells)} cells x {settings.runs} runs"
             )

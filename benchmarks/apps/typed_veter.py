@@ -42,8 +42,9 @@ def items(limit: Annotated[int, Query(ge=1, le=100)] = 10, offset: int = 0, q: s
 
 
 @app.post("/order-raw")
-async def order_raw(request: veter.Request) -> veter.Response:
-    data = orjson.loads(await request.body())
+def order_raw(request: veter.Request) -> veter.Response:
+    # The fastest untyped form: a plain def handler taking the body already read.
+    data = orjson.loads(request.body().value)
     return veter.Response(orjson.dumps(data), content_type="application/json")
 
 

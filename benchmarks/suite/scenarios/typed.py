@@ -18,9 +18,10 @@ JSON body of 10 fields (a nested object, a list of strings, an optional, a
 constrained int), validates it into the framework's model (veter and Litestar: a
 msgspec Struct; FastAPI and BlackSheep: a pydantic v2 model) and answers it as JSON;
 `GET /items?limit=20&offset=40&q=shoes` takes three typed query parameters (one
-constrained) and answers them as JSON. veter also serves both untyped: `/order-raw`
-parses the body with orjson and answers `orjson.dumps` of it, `/items-raw` reads the
-query by hand. One process each, pinned to CPU 0; uvicorn (httptools, uvloop) for the
+constrained; BlackSheep's `FromQuery` has no constraints) and answers them as JSON.
+veter also serves both untyped, as plain `def` handlers: `/order-raw` parses the
+body (`request.body().value`) with orjson and answers `orjson.dumps` of it,
+`/items-raw` reads the query by hand. One process each, pinned to CPU 0; uvicorn (httptools, uvloop) for the
 peers. wrk (one thread, c=100, closed loop; POSTs by the suite's Lua script) pinned
 to CPU 1; CPU per request from oha at a fixed open-loop rate (server CPU time from
 /proc divided by the 2xx answers). Servers interleaved per run, medians.
