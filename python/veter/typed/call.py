@@ -99,6 +99,23 @@ def adapter_for(
         call_sync_body.__qualname__ = getattr(handler, "__qualname__", "handler")
         return call_sync_body
 
+    if (
+        not is_async
+        and not blocking
+        and read_body is None
+        and read_form is None
+        and request_name is None
+        and background is None
+        and encode is None
+    ):
+        # The leanest typed handler, values in and an answer out: one call.
+
+        def call_values(request: Any, **path: Any) -> Any:
+            return handler(**read_values(request, path))
+
+        call_values.__qualname__ = getattr(handler, "__qualname__", "handler")
+        return call_values
+
     if not is_async and not blocking and read_body is None and read_form is None:
 
         def call_sync(request: Any, **path: Any) -> Any:
