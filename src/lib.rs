@@ -23,6 +23,7 @@ pub mod response;
 pub mod router;
 pub mod settings;
 pub mod shared;
+pub mod target;
 pub mod timeouts;
 pub mod websocket;
 
