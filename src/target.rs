@@ -1,4 +1,5 @@
-//! The request target: split into its path and query, and percent-decoded.
+//! The request target: split into its path and query, percent-decoded, and the
+//! query string parsed into its pairs.
 
 use std::ops::Range;
 
@@ -48,6 +49,53 @@ pub fn percent_decode(raw: &[u8]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The (name, value) pairs of a query string, as Python's
+/// `urllib.parse.parse_qsl(latin1(raw), keep_blank_values=True)` gives them: split
+/// on `&`, empty parts skipped, a part without `=` a name with an empty value, `+`
+/// a space, `%XX` runs decoded as UTF-8 (invalid sequences replaced), invalid
+/// escapes kept, and bytes sent unescaped above ASCII taken as Latin-1.
+pub fn parse_query(raw: &[u8]) -> Vec<(String, String)> {
+    raw.split(|&b| b == b'&')
+        .filter(|part| !part.is_empty())
+        .map(|part| match memchr::memchr(b'=', part) {
+            Some(eq) => (unquote_plus(&part[..eq]), unquote_plus(&part[eq + 1..])),
+            None => (unquote_plus(part), String::new()),
+        })
+        .collect()
+}
+
+fn unquote_plus(raw: &[u8]) -> String {
+    if raw.is_ascii() && !raw.contains(&b'%') && !raw.contains(&b'+') {
+        // ASCII is valid UTF-8.
+        return String::from_utf8(raw.to_vec()).unwrap_or_default();
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut run: Vec<u8> = Vec::new();
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        if b == b'%' && i + 2 < raw.len() {
+            let hi = (raw[i + 1] as char).to_digit(16);
+            let lo = (raw[i + 2] as char).to_digit(16);
+            if let (Some(hi), Some(lo)) = (hi, lo) {
+                run.push(u8::try_from(hi * 16 + lo).unwrap_or(b'?'));
+                i += 3;
+                continue;
+            }
+        }
+        if !run.is_empty() {
+            out.push_str(&String::from_utf8_lossy(&run));
+            run.clear();
+        }
+        out.push(if b == b'+' { ' ' } else { char::from(b) });
+        i += 1;
+    }
+    if !run.is_empty() {
+        out.push_str(&String::from_utf8_lossy(&run));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +122,25 @@ mod tests {
         assert_eq!(percent_decode(b"/a%2"), "/a%2");
         assert_eq!(percent_decode(b"/%zz"), "/%zz");
         assert_eq!(percent_decode(b"/plain"), "/plain");
+    }
+
+    #[test]
+    fn query_pairs_as_parse_qsl_gives_them() {
+        let pairs = |q: &[u8]| parse_query(q);
+        let owned = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+                .collect()
+        };
+        assert_eq!(pairs(b"a=1&b=2"), owned(&[("a", "1"), ("b", "2")]));
+        assert_eq!(
+            pairs(b"&&flag&=x&a=1=2&"),
+            owned(&[("flag", ""), ("", "x"), ("a", "1=2")])
+        );
+        assert_eq!(pairs(b"q=a+b%2B%C3%A9"), owned(&[("q", "a b+\u{e9}")]));
+        assert_eq!(pairs(b"bad=%zz%4"), owned(&[("bad", "%zz%4")]));
+        assert_eq!(pairs(b"x=%C3x%A9"), owned(&[("x", "\u{fffd}x\u{fffd}")]));
+        assert_eq!(pairs(b"l=\xe9"), owned(&[("l", "\u{e9}")]));
+        assert!(pairs(b"").is_empty());
     }
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -95,3 +96,34 @@ def test_add_task_takes_a_callable() -> None:
     tasks.add_task(print, "x")
     assert len(tasks) == 1
     assert "print" in repr(tasks)
+
+
+def test_a_streamed_answer_is_sent_whole_before_cleanup_and_tasks() -> None:
+    # The dependency's resource stays open while the body streams; its cleanup and
+    # the background calls come after the last piece.
+    events: list[str] = []
+    app = veter.App()
+
+    def resource() -> Iterator[dict[str, bool]]:
+        handle = {"open": True}
+        yield handle
+        handle["open"] = False
+        events.append("cleanup")
+
+    @app.get("/stream")
+    async def stream(
+        tasks: veter.BackgroundTasks, handle: dict[str, bool] = Depends(resource)
+    ) -> veter.StreamingResponse:
+        tasks.add_task(events.append, "task")
+
+        async def body() -> AsyncIterator[str]:
+            for i in range(3):
+                await asyncio.sleep(0)
+                events.append(f"piece {i} open={handle['open']}")
+                yield f"{i}"
+
+        return veter.StreamingResponse(body(), content_type="text/plain")
+
+    with TestClient(app) as client:
+        assert client.get("/stream").text == "012"
+    assert events == ["piece 0 open=True", "piece 1 open=True", "piece 2 open=True", "cleanup", "task"]

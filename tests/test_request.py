@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import veter
 from veter.testing import TestClient
@@ -100,3 +102,26 @@ def test_http10_request() -> None:
     r = client.send_raw(b"GET /x HTTP/1.0\r\n\r\n")
     assert r.json()["version"] == "1.0"
     assert r.headers["connection"] == "close"
+
+
+_QUERY_APP = veter.App()
+
+
+@_QUERY_APP.get("/q")
+def _pairs(request: veter.Request) -> list[list[str]]:
+    return [list(pair) for pair in request.query.multi_items()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab=&+%2Fc3E9AZ;é", max_size=24))
+def test_query_pairs_are_parse_qsl_of_the_target(query: str) -> None:
+    # The core parses the query string itself; the pairs must be what Python's
+    # parse_qsl gives for the same target (the latin-1 text of its bytes).
+    from urllib.parse import parse_qsl, quote
+
+    raw = quote(query, safe="=&+%;").encode("ascii")  # what a client sends
+    with TestClient(_QUERY_APP) as client:
+        answer = client.send_raw(b"GET /q?" + raw + b" HTTP/1.1\r\nHost: t\r\n\r\n")
+    assert answer.status == 200
+    expected = parse_qsl(raw.decode("latin-1"), keep_blank_values=True)
+    assert [tuple(p) for p in answer.json()] == expected

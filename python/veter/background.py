@@ -2,7 +2,8 @@
 
 A typed handler (or a dependency) declares a parameter typed ``BackgroundTasks``
 and adds calls to it; when the handler returns, the calls run one after another
-in a task of their own, once the answer has been written to the connection:
+in a task of their own, once the answer has been sent (written to the
+connection; for a streamed answer, its whole body):
 ``async def`` functions awaited, plain functions in veter's thread pool. They run
 with the request as the current one, so their log records carry its request id;
 a failure is logged (``veter.error``) and the next call still runs. A handler
@@ -14,15 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from veter.concurrency import run_in_thread
 from veter.context import request_var
 
-__all__ = ["BackgroundTasks", "drain", "wait_idle"]
+__all__ = ["BackgroundTasks", "after_answer", "drain", "wait_idle"]
 
 log = logging.getLogger("veter.error")
 
@@ -51,30 +53,55 @@ class BackgroundTasks:
     def __repr__(self) -> str:
         return f"BackgroundTasks({[getattr(f, '__qualname__', f) for f, _, _ in self._calls]})"
 
-    def schedule(self, request: Any) -> None:
-        """Start the calls once the answer to ``request`` has been written.
+    def schedule(self, request: Any, answer: Any = None) -> None:
+        """Make the calls once ``answer`` to ``request`` has been sent."""
+        if self._calls:
+            after_answer(request, answer, functools.partial(_run, self._calls))
 
-        The answer of a handler is written by a callback the loop runs after the
-        handler's last step (or at once, for a plain ``def`` handler): two hops of
-        ``call_soon`` from inside the handler land behind it, even where tasks
-        start eagerly (3.12's eager task factory runs a new task's first step at
-        once, so one hop would not do)."""
-        if not self._calls:
-            return
-        loop = asyncio.get_running_loop()
-        _scheduled[loop] = _scheduled.get(loop, 0) + 1
-        context = contextvars.copy_context()
-        context.run(request_var.set, request)
-        loop.call_soon(loop.call_soon, _start, loop, self._calls, context)
+    async def run(self) -> None:
+        """Make the calls now, in order (failures logged)."""
+        await _run(self._calls)
 
 
-def _start(loop: asyncio.AbstractEventLoop, calls: list[Any], context: contextvars.Context) -> None:
+def after_answer(request: Any, answer: Any, job: Callable[[], Awaitable[None]]) -> None:
+    """Run ``job()`` in a task of its own once ``answer`` has been sent: at the end
+    of its body for a streamed answer, else once it has been written.
+
+    A handler's answer is written by a callback the loop runs after the handler's
+    last step (or at once, for a plain ``def`` handler): two hops of ``call_soon``
+    from inside the handler land behind it, even where tasks start eagerly (3.12's
+    eager task factory runs a new task's first step at once, so one hop would not
+    do). The job runs with ``request`` as the current request (its logs carry the
+    request id); a stopping server waits for it (``drain``)."""
+    loop = asyncio.get_running_loop()
+    _scheduled[loop] = _scheduled.get(loop, 0) + 1
+    context = contextvars.copy_context()
+    context.run(request_var.set, request)
+    when_finished = getattr(answer, "_veter_when_finished", None)
+    if when_finished is not None:
+        when_finished(functools.partial(_start, loop, job, context))
+    else:
+        loop.call_soon(loop.call_soon, _start, loop, job, context)
+
+
+def _start(
+    loop: asyncio.AbstractEventLoop, job: Callable[[], Awaitable[None]], context: contextvars.Context
+) -> None:
     _scheduled[loop] -= 1
     if not _scheduled[loop]:
         del _scheduled[loop]
-    task = loop.create_task(_run(calls), context=context)
+    task = loop.create_task(_guarded(job), context=context)
     _running.add(task)
     task.add_done_callback(_running.discard)
+
+
+async def _guarded(job: Callable[[], Awaitable[None]]) -> None:
+    try:
+        await job()
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("work after the answer failed")
 
 
 async def _run(calls: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]]) -> None:
@@ -105,11 +132,17 @@ async def wait_idle() -> None:
     """Until every background call scheduled on this loop has finished (the test
     client waits for them before it hands back an answer)."""
     loop = asyncio.get_running_loop()
-    while _scheduled.get(loop) or _of_loop(loop):
+    spins = 0
+    # A schedule waits two loop turns (or the end of a streamed body, which the
+    # client has read by now): a few idle turns are enough, and a schedule whose
+    # answer was never sent (replaced by a 504, say) cannot hold this forever.
+    while (_scheduled.get(loop) and spins < 10) or _of_loop(loop):
         tasks = _of_loop(loop)
         if tasks:
+            spins = 0
             await asyncio.gather(*tasks, return_exceptions=True)
         else:
+            spins += 1
             await asyncio.sleep(0)
 
 

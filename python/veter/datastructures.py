@@ -109,6 +109,14 @@ class QueryParams(_MultiMapping[str]):
     __slots__ = ()
 
     @classmethod
+    def _from_parsed(cls, items: list[tuple[str, str]], index: dict[str, list[str]]) -> QueryParams:
+        # The core parsed the query (pairs and index, as __init__ would make them).
+        made = object.__new__(cls)
+        made._items = items
+        made._index = index
+        return made
+
+    @classmethod
     def from_string(cls, query: str) -> QueryParams:
         if "%" in query or "+" in query:
             return cls(parse_qsl(query, keep_blank_values=True))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from veter import _core
@@ -120,6 +120,17 @@ class StreamingResponse(_core.Streamed):
         """Called by the core when the connection went away before this response
         was started: the content's generator is closed."""
         asyncio.get_running_loop().create_task(_close(self.content))
+        self._veter_finished()
+
+    def _veter_when_finished(self, callback: Callable[[], object]) -> None:
+        """``callback()`` once the body has been sent, or has failed, or will never
+        be (veter.background runs a request's dependency cleanup and background
+        tasks after a streamed answer this way)."""
+        self.__dict__.setdefault("_veter_finish_callbacks", []).append(callback)
+
+    def _veter_finished(self) -> None:
+        for callback in self.__dict__.pop("_veter_finish_callbacks", ()):
+            callback()
 
     async def _pump(self, writer: StreamWriter, send_body: bool) -> None:
         iterator = self._iterate()
@@ -153,6 +164,7 @@ class StreamingResponse(_core.Streamed):
                 await iterator.aclose()
             finally:
                 writer.end(ok)
+                self._veter_finished()
 
     async def _iterate(self) -> AsyncGenerator[bytes, None]:
         content = self.content

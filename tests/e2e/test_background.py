@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
 import veter
+from veter.params import Depends
 
 from .conftest import RunningServer, read_responses
 
@@ -101,3 +102,29 @@ def test_calls_left_at_the_graceful_deadline_are_cancelled(serve: Serve) -> None
     assert started.wait(10)
     server.stop()
     assert cancelled == ["cancelled"]
+
+
+def test_dependency_cleanup_runs_after_the_answer_was_sent(serve: Serve) -> None:
+    arrived = threading.Event()
+    outcome: list[str] = []
+    app = veter.App()
+
+    def connection() -> Iterator[str]:
+        yield "conn"
+        # Blocks the loop on purpose, as above: run before the answer was written,
+        # it would hold the answer back until the wait timed out.
+        outcome.append("after the answer" if arrived.wait(5) else "cleanup ran before the answer was sent")
+
+    @app.get("/use")
+    async def use(conn: str = Depends(connection)) -> str:
+        await asyncio.sleep(0)
+        return conn
+
+    server = serve(app)
+    with server.connect() as sock:
+        sock.sendall(b"GET /use HTTP/1.1\r\nHost: t\r\n\r\n")
+        (answer,), _ = read_responses(sock, 1)
+        arrived.set()
+    assert answer.text == "conn"
+    server.stop()
+    assert outcome == ["after the answer"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from veter.background import BackgroundTasks
+from veter.background import BackgroundTasks, after_answer
 from veter.concurrency import run_in_thread
 from veter.exceptions import HTTPException, RequestValidationError
 from veter.responses import Response
@@ -61,9 +61,16 @@ def adapter_for(
             except BaseException as error:
                 await finish(exits, error)
                 raise
-            await finish(exits, None)
             answer = encode(result) if encode is not None else result
-            tasks.schedule(request)
+            if exits or len(tasks):
+                # Generator dependencies clean up once the answer is sent (as
+                # FastAPI's default request scope does), then background calls run.
+
+                async def after() -> None:
+                    await finish(exits, None)
+                    await tasks.run()
+
+                after_answer(request, answer, after)
             return answer
 
         call_with_dependencies.__qualname__ = getattr(handler, "__qualname__", "handler")
@@ -93,7 +100,7 @@ def adapter_for(
             result = handler(**kwargs)
             answer = encode(result) if encode is not None else result
             if background is not None:
-                kwargs[background].schedule(request)
+                kwargs[background].schedule(request, answer)
             return answer
 
         call_sync_body.__qualname__ = getattr(handler, "__qualname__", "handler")
@@ -123,7 +130,7 @@ def adapter_for(
             result = handler(**kwargs)
             answer = encode(result) if encode is not None else result
             if background is not None:
-                kwargs[background].schedule(request)
+                kwargs[background].schedule(request, answer)
             return answer
 
         call_sync.__qualname__ = getattr(handler, "__qualname__", "handler")
@@ -144,7 +151,7 @@ def adapter_for(
                 result = await result
         answer = encode(result) if encode is not None else result
         if background is not None:
-            kwargs[background].schedule(request)
+            kwargs[background].schedule(request, answer)
         return answer
 
     call.__qualname__ = getattr(handler, "__qualname__", "handler")
