@@ -100,7 +100,7 @@ py-versions: py-versions-prepare
 	@echo "== [$$(date +%T)] $@"
 	@for v in $(EXTRA_PYTHONS); do \
 		echo "== [$$(date +%T)] pytest on Python $$v"; \
-		.venv-$$v/bin/python -m pytest -q -p no:cacheprovider -m "not slow" || exit 1; \
+		.venv-$$v/bin/python -m pytest -q -p no:cacheprovider -m "not slow" --durations=10 || exit 1; \
 	done
 
 # Fuzzing (docs/security.md): the cargo-fuzz targets, seeded from the request

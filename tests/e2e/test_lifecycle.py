@@ -72,6 +72,9 @@ def _per_event(report: Report, events: list[tuple[str, float]], end: float) -> d
     return out
 
 
+# A minute of mixed load per mode: on the first Python only (the process model is
+# the same on every version; CI's other Pythons skip slow tests).
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_lifecycle_events_lose_no_request(master, mode: str) -> None:  # type: ignore[no-untyped-def]
     proc = master(

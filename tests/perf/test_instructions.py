@@ -6,6 +6,10 @@ count is deterministic for one build, Python and input, so it does not move with
 the machine's load the way a timing does: a count more than 5% over the committed
 budget in tests/perf/budgets.json is a regression and fails the test.
 
+On the first Python (`make py-test`) every scenario is counted; on the others
+(`make py-versions`, which leaves slow tests out) the scenarios where the
+versions' paths differ (a handler that may become a task).
+
 How to change a budget honestly (docs/benchmarks.md, "Instruction budgets"):
 lower it in the commit that makes the code cheaper (the test prints the new count);
 raise it only in a commit whose message says what the extra instructions buy.
@@ -45,7 +49,18 @@ def test_every_scenario_has_a_budget_on_every_supported_python() -> None:
         assert set(BUDGETS[version]) == set(SCENARIOS), version
 
 
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def _params() -> list[object]:
+    """Every scenario; those whose handler cannot become a task take the same path
+    on every Python and are marked slow, so `make py-versions` (CI's other
+    Pythons) counts only the scenarios where versions differ (tasks, eager tasks).
+    `pytest -m slow tests/perf` on any Python counts the rest against its budgets."""
+    return [
+        pytest.param(name, marks=() if scenario.may_suspend else pytest.mark.slow)
+        for name, scenario in SCENARIOS.items()
+    ]
+
+
+@pytest.mark.parametrize("scenario", _params())
 def test_instructions_per_request_within_budget(scenario: str) -> None:
     assert shutil.which("valgrind"), "valgrind is needed (scripts/install-services.sh installs it)"
     budget = BUDGETS[VERSION][scenario]
