@@ -118,12 +118,8 @@ class QueryParams(_MultiMapping[str]):
 
     @classmethod
     def from_string(cls, query: str) -> QueryParams:
-        if "%" in query or "+" in query:
-            return cls(parse_qsl(query, keep_blank_values=True))
-        # Nothing to decode (the usual query): split it as parse_qsl would.
-        return cls(
-            [(name, value) for name, _, value in (part.partition("=") for part in query.split("&") if part)]
-        )
+        # (Requests' queries are parsed in the core: request.query.)
+        return cls(parse_qsl(query, keep_blank_values=True))
 
 
 def parse_cookies(header: str) -> dict[str, str]:

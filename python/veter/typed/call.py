@@ -16,7 +16,7 @@ from veter.exceptions import HTTPException, RequestValidationError
 from veter.responses import Response
 from veter.streaming import StreamingResponse
 from veter.typed.depends import Solver, body_bytes, finish
-from veter.typed.explain import Problem, explain, from_validation_error, problem
+from veter.typed.explain import Problem, explain, from_validation_error, problem, value_problems
 from veter.typed.forms import form_reader
 from veter.typed.kinds import is_pydantic_model, strip_optional
 from veter.typed.signature import REQUIRED, Plan, Source
@@ -24,8 +24,6 @@ from veter.typed.signature import REQUIRED, Plan, Source
 __all__ = ["adapter_for"]
 
 _PASS_THROUGH = (Response, StreamingResponse, str, bytes)
-#: Headers and cookies may carry secrets: their values are not echoed in a 422.
-_HIDDEN = frozenset({"header", "cookie"})
 
 
 def adapter_for(
@@ -202,26 +200,9 @@ def _values_reader(plan: Plan) -> Callable[[Any, dict[str, Any]], dict[str, Any]
         try:
             return asdict(msgspec.convert(raw, model, strict=False))
         except msgspec.ValidationError:
-            raise RequestValidationError(_values_problems(sources, raw)) from None
+            raise RequestValidationError(value_problems(sources, raw)) from None
 
     return read
-
-
-def _values_problems(sources: tuple[Source, ...], raw: dict[str, Any]) -> list[Problem]:
-    found: list[Problem] = []
-    for source in sources:
-        loc: list[Any] = [source.location, source.key]
-        show = source.location not in _HIDDEN
-        if source.name not in raw:
-            if source.required:
-                found.append(problem(loc, "Field required", "missing"))
-            continue
-        value = raw[source.name]
-        try:
-            msgspec.convert(value, source.type, strict=False)
-        except msgspec.ValidationError as error:
-            found.append(from_validation_error(error, loc, value, show=show))
-    return found
 
 
 def _plan_body_reader(plan: Plan) -> Callable[[Any, bytes], Any] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -19,7 +19,7 @@ import orjson
 
 from veter.typed.kinds import strip_optional, unannotated
 
-__all__ = ["Problem", "explain", "from_validation_error", "problem"]
+__all__ = ["Problem", "explain", "from_validation_error", "problem", "value_problems"]
 
 Problem = dict[str, Any]
 #: msgspec ends a message with the failing place: "... - at `$.items[0].qty`".
@@ -72,6 +72,31 @@ def from_validation_error(
                 loc = [*loc, step.group("quoted")[1:-1]]
     kind = "missing" if message.startswith("Object missing required field") else "invalid"
     return problem(loc, message, kind, value if match is None else msgspec.UNSET, show=show)
+
+
+#: Headers and cookies may carry secrets: their values are not echoed in a 422.
+_HIDDEN = frozenset({"header", "cookie"})
+
+
+def value_problems(
+    sources: Sequence[Any], raw: Mapping[str, Any], *, under: str | None = None
+) -> list[Problem]:
+    """Every problem of the values ``raw`` read for ``sources`` (typed handler
+    parameters, each checked alone), located at ``[location, key]``, or at
+    ``[under, key]`` (form fields are located under ``body``)."""
+    found: list[Problem] = []
+    for source in sources:
+        loc: list[Any] = [under or source.location, source.key]
+        if source.name not in raw:
+            if source.required:
+                found.append(problem(loc, "Field required", "missing"))
+            continue
+        value = raw[source.name]
+        try:
+            msgspec.convert(value, source.type, strict=False)
+        except msgspec.ValidationError as error:
+            found.append(from_validation_error(error, loc, value, show=source.location not in _HIDDEN))
+    return found
 
 
 def explain(value: Any, tp: Any, loc: list[Any], *, strict: bool = True) -> list[Problem]:

@@ -13,7 +13,7 @@ import msgspec
 
 from veter.exceptions import RequestValidationError
 from veter.forms import FormData, UploadFile
-from veter.typed.explain import Problem, explain, from_validation_error, problem
+from veter.typed.explain import Problem, explain, from_validation_error, problem, value_problems
 from veter.typed.kinds import is_pydantic_model, list_item, strip_optional, unannotated
 from veter.typed.signature import Plan, Source
 
@@ -55,7 +55,7 @@ def form_reader(plan: Plan) -> FormReader | None:
                 checked = msgspec.convert(raw, model, strict=False)
                 kwargs.update((s.name, getattr(checked, s.name)) for s in fields)
             except msgspec.ValidationError:
-                problems.extend(_field_problems(fields, raw))
+                problems.extend(value_problems(fields, raw, under="body"))
         for source, lists in wholes:
             value = _whole(form, source, lists, problems)
             if value is not msgspec.UNSET:
@@ -81,21 +81,6 @@ def _text_value(form: FormData, source: Source, problems: list[Problem]) -> Any:
     if not values or (values[0] == "" and not source.required):
         return msgspec.UNSET  # an empty field of a form leaves the default
     return values[0]
-
-
-def _field_problems(fields: tuple[Source, ...], raw: dict[str, Any]) -> list[Problem]:
-    found: list[Problem] = []
-    for source in fields:
-        loc: list[Any] = ["body", source.key]
-        if source.name not in raw:
-            if source.required:
-                found.append(problem(loc, "Field required", "missing"))
-            continue
-        try:
-            msgspec.convert(raw[source.name], source.type, strict=False)
-        except msgspec.ValidationError as error:
-            found.append(from_validation_error(error, loc, raw[source.name]))
-    return found
 
 
 def _list_keys(tp: Any) -> frozenset[str]:
