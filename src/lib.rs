@@ -16,6 +16,7 @@ pub mod overload;
 pub mod protocol;
 pub mod proxy;
 pub mod pyrefs;
+pub mod query_pick;
 pub mod ready;
 pub mod request;
 pub mod request_id;
@@ -38,6 +39,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<protocol::Upgrade>()?;
     m.add_class::<body_stream::BodyStream>()?;
     m.add_class::<request::Request>()?;
+    m.add_class::<query_pick::QueryPick>()?;
     m.add_class::<ready::Ready>()?;
     m.add_class::<response::Response>()?;
     m.add_class::<logfile::LogFile>()?;

@@ -17,6 +17,7 @@ use smallvec::SmallVec;
 use crate::http1::parse::{HeaderSpan, Version};
 use crate::proxy::Forwarded;
 use crate::pyrefs;
+use crate::query_pick::QueryPick;
 use crate::ready::{ready, Ready};
 pub use crate::target::{percent_decode, split_target};
 
@@ -383,6 +384,22 @@ impl Request {
                     .unbind())
             })
             .map(|o| o.clone_ref(py))
+    }
+
+    /// The query values `pick` names, into `into` (a typed handler's: the query
+    /// mapping is not built for them).
+    fn pick_query(
+        &self,
+        py: Python<'_>,
+        pick: &QueryPick,
+        into: &Bound<'_, PyDict>,
+    ) -> PyResult<()> {
+        let raw = self
+            .parts
+            .query
+            .as_ref()
+            .map_or(&b""[..], |r| &self.bytes(py)[r.clone()]);
+        pick.fill(py, raw, into)
     }
 
     /// The first value of header `name` (case-insensitive), without building the

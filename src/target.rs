@@ -1,6 +1,7 @@
 //! The request target: split into its path and query, percent-decoded, and the
 //! query string parsed into its pairs.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 /// Splits a request target into its path and query ranges (offsets into `buf`).
@@ -55,19 +56,26 @@ pub fn percent_decode(raw: &[u8]) -> String {
 /// a space, `%XX` runs decoded as UTF-8 (invalid sequences replaced), invalid
 /// escapes kept, and bytes sent unescaped above ASCII taken as Latin-1.
 pub fn parse_query(raw: &[u8]) -> Vec<(String, String)> {
+    query_pairs(raw)
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
+        .collect()
+}
+
+/// `parse_query`'s pairs, lazily, each part borrowed from `raw` when it needs no
+/// decoding (the common case: no allocation for a name compared and dropped).
+pub fn query_pairs(raw: &[u8]) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> {
     raw.split(|&b| b == b'&')
         .filter(|part| !part.is_empty())
         .map(|part| match memchr::memchr(b'=', part) {
             Some(eq) => (unquote_plus(&part[..eq]), unquote_plus(&part[eq + 1..])),
-            None => (unquote_plus(part), String::new()),
+            None => (unquote_plus(part), Cow::Borrowed("")),
         })
-        .collect()
 }
 
-fn unquote_plus(raw: &[u8]) -> String {
+fn unquote_plus(raw: &[u8]) -> Cow<'_, str> {
     if raw.is_ascii() && !raw.contains(&b'%') && !raw.contains(&b'+') {
         // ASCII is valid UTF-8.
-        return String::from_utf8(raw.to_vec()).unwrap_or_default();
+        return Cow::Borrowed(std::str::from_utf8(raw).unwrap_or_default());
     }
     let mut out = String::with_capacity(raw.len());
     let mut run: Vec<u8> = Vec::new();
@@ -93,7 +101,7 @@ fn unquote_plus(raw: &[u8]) -> String {
     if !run.is_empty() {
         out.push_str(&String::from_utf8_lossy(&run));
     }
-    out
+    Cow::Owned(out)
 }
 
 #[cfg(test)]

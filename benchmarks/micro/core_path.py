@@ -20,6 +20,8 @@ Scenarios (request ids on, access log off, every other default too):
   answering plaintext in two ``send`` calls, one request per read
 - ``typed_get``: a typed ``def`` handler with three typed query parameters (one
   with constraints) answering a dict, one request per read
+- ``query_get``: ``typed_get``'s answer from an untyped ``def`` handler reading
+  the three query parameters by hand (issue 15's reference for the typed GET)
 - ``typed_post``: a typed ``def`` handler taking a JSON body of 10 fields (a nested
   object and a list) as a ``msgspec.Struct`` and answering it through its declared
   return type, one request per read
@@ -100,6 +102,11 @@ def _app() -> veter.App:
     def typed_get(limit: Annotated[int, Query(ge=1, le=100)] = 10, offset: int = 0, q: str = "") -> dict[str, object]:
         return {"limit": limit, "offset": offset, "q": q}
 
+    @app.get("/query")
+    def query_get(request: veter.Request) -> dict[str, object]:
+        query = request.query
+        return {"limit": int(query.get("limit", 10)), "offset": int(query.get("offset", 0)), "q": query.get("q", "")}
+
     @app.post("/typed")
     def typed_post(order: _Order) -> _Order:
         return order
@@ -159,6 +166,7 @@ SCENARIOS: dict[str, Scenario] = {
     "headers20": Scenario(_get("/", _HEADERS20), 1),
     "asgi": Scenario(_get("/"), 1, may_suspend=True, hosted=True),
     "typed_get": Scenario(_get("/typed?limit=20&offset=40&q=shoes"), 1),
+    "query_get": Scenario(_get("/query?limit=20&offset=40&q=shoes"), 1),
     "typed_post": Scenario(
         b"POST /typed HTTP/1.1\r\nHost: 127.0.0.1:40000\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n\r\n%s" % (len(_ORDER), _ORDER),

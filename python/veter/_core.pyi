@@ -24,6 +24,7 @@ __all__ = [
     "Connection",
     "Dispatcher",
     "LogFile",
+    "QueryPick",
     "Ready",
     "Request",
     "Response",
@@ -109,6 +110,12 @@ class BodyStream:
     def __anext__(self) -> Awaitable[bytes]: ...
 
 @final
+class QueryPick:
+    """The query keys a typed handler reads: ``(key, parameter name, many)``."""
+
+    def __new__(cls, picks: list[tuple[str, str, bool]]) -> Self: ...
+
+@final
 class Request:
     @property
     def id(self) -> str | None: ...
@@ -129,6 +136,7 @@ class Request:
     @property
     def cookies(self) -> dict[str, str]: ...
     def header(self, name: str, default: str | None = None) -> str | None: ...
+    def pick_query(self, pick: QueryPick, into: dict[str, Any]) -> None: ...
     @property
     def http_version(self) -> str: ...
     @property

@@ -5,11 +5,13 @@ a few lookups and one compiled msgspec conversion for all the values."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, MutableMapping
-from typing import Any
+from typing import Any, Literal, overload
 
 import msgspec
 
+from veter._core import QueryPick
 from veter.background import BackgroundTasks, after_answer
 from veter.concurrency import run_in_thread
 from veter.exceptions import HTTPException, RequestValidationError
@@ -113,10 +115,18 @@ def adapter_for(
         and background is None
         and encode is None
     ):
-        # The leanest typed handler, values in and an answer out: one call.
+        # The leanest typed handler, values in and an answer out: one call, its
+        # values passed by position when its signature takes them in their order.
+        if _positional(plan):
+            read_tuple = _values_reader(plan, as_tuple=True)
 
-        def call_values(request: Any, **path: Any) -> Any:
-            return handler(**read_values(request, path))
+            def call_values(request: Any, **path: Any) -> Any:
+                return handler(*read_tuple(request, path))
+
+        else:
+
+            def call_values(request: Any, **path: Any) -> Any:
+                return handler(**read_values(request, path))
 
         call_values.__qualname__ = getattr(handler, "__qualname__", "handler")
         return call_values
@@ -156,36 +166,53 @@ def adapter_for(
     return call
 
 
-def _values_reader(plan: Plan) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
+def _positional(plan: Plan) -> bool:
+    """Whether the handler's first parameters are its values, in the values' order,
+    each taking a positional argument (then ``handler(*values)`` is ``handler(**values)``)."""
+    try:
+        parameters = list(inspect.signature(plan.handler).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    names = [s.name for s in plan.values]
+    leading = parameters[: len(names)]
+    return [p.name for p in leading] == names and all(
+        p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        for p in leading
+    )
+
+
+@overload
+def _values_reader(plan: Plan) -> Callable[[Any, dict[str, Any]], dict[str, Any]]: ...
+@overload
+def _values_reader(
+    plan: Plan, *, as_tuple: Literal[True]
+) -> Callable[[Any, dict[str, Any]], tuple[Any, ...]]: ...
+def _values_reader(plan: Plan, *, as_tuple: bool = False) -> Callable[[Any, dict[str, Any]], Any]:
+    """Reads and checks the plan's path, query, header and cookie values: a dict by
+    parameter name, or (``as_tuple``) a tuple in the plan's order."""
     sources = plan.values
     if not sources:
-        return lambda request, path: {}
+        return (lambda request, path: ()) if as_tuple else (lambda request, path: {})
     model = msgspec.defstruct("Values", [s.field() for s in sources], kw_only=True)
-    asdict = msgspec.structs.asdict
+    unpack = msgspec.structs.astuple if as_tuple else msgspec.structs.asdict
 
-    def keys(location: str, many: bool = False) -> list[tuple[str, str]]:
-        return [(s.name, s.key) for s in sources if s.location == location and s.many == many]
+    def keys(location: str) -> list[tuple[str, str]]:
+        return [(s.name, s.key) for s in sources if s.location == location]
 
-    # Per location, (parameter, key) pairs; the mappings' indexes are read directly
-    # (keys folded as they fold them: header names lower-cased at startup).
-    in_path, in_query, in_query_all = keys("path"), keys("query"), keys("query", many=True)
-    in_headers, in_cookies = keys("header"), keys("cookie")
+    # Per location, (parameter, key) pairs; the query's values are picked by the
+    # core (no mapping built), the headers' read from the mapping's index (names
+    # folded at startup as it folds them).
+    in_path, in_headers, in_cookies = keys("path"), keys("header"), keys("cookie")
+    in_query = [(s.key, s.name, s.many) for s in sources if s.location == "query"]
+    pick = QueryPick(in_query) if in_query else None
 
-    def read(request: Any, path: dict[str, Any]) -> dict[str, Any]:
+    def read(request: Any, path: dict[str, Any]) -> Any:
         raw: dict[str, Any] = {}
         for name, key in in_path:
             if key in path:
                 raw[name] = path[key]
-        if in_query or in_query_all:
-            index = request.query._index
-            for name, key in in_query:
-                values = index.get(key)
-                if values is not None:
-                    raw[name] = values[0]
-            for name, key in in_query_all:
-                values = index.get(key)
-                if values:
-                    raw[name] = list(values)
+        if pick is not None:
+            request.pick_query(pick, raw)
         if in_headers:
             index = request.headers._index
             for name, key in in_headers:
@@ -198,7 +225,7 @@ def _values_reader(plan: Plan) -> Callable[[Any, dict[str, Any]], dict[str, Any]
                 if key in cookies:
                     raw[name] = cookies[key]
         try:
-            return asdict(msgspec.convert(raw, model, strict=False))
+            return unpack(msgspec.convert(raw, model, strict=False))
         except msgspec.ValidationError:
             raise RequestValidationError(value_problems(sources, raw)) from None
 
