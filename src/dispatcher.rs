@@ -96,6 +96,12 @@ impl Dispatcher {
         self.shared.overload.shed_count()
     }
 
+    /// Writes the answers tasks finished since it was scheduled, one write per
+    /// connection (`Connection::with_borrow_later`).
+    fn _write_later(&self, py: Python<'_>) {
+        crate::protocol::Connection::write_later(py, &self.shared);
+    }
+
     /// Marks the end of a loop iteration that read requests (see `overload.rs`).
     fn _end_iteration(&self) {
         self.shared.overload.end_iteration();

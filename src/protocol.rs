@@ -121,6 +121,9 @@ pub struct Connection {
     first_read: bool,
     event_loop: Option<Py<PyAny>>,
     end_iteration: Option<Py<PyAny>>,
+    /// How an answer a task finished is written at the end of the loop iteration
+    /// (`with_borrow_later`); None once detached.
+    later: Option<transport::Later>,
     /// The `Date` line, refreshed once per read and per finished handler (a new
     /// line only when the second changed: `set_clock`), and its unix second.
     date: encode::DateLine,
@@ -181,6 +184,7 @@ impl Connection {
             first_read: true,
             event_loop: None,
             end_iteration: None,
+            later: None,
             date: encode::date_line(),
             date_second: 0,
             clock: (now, std::time::SystemTime::now()),
@@ -451,6 +455,7 @@ impl Connection {
         self.create_task = None;
         self.event_loop = None;
         self.end_iteration = None;
+        self.later = None;
     }
 
     /// Parses input that waited in the buffer (after a pause), as if it just

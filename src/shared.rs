@@ -118,6 +118,9 @@ pub struct Shared<C> {
     next_id: AtomicU64,
     connections: Mutex<HashMap<u64, C>>,
     pub on_drained: Mutex<Option<Py<PyAny>>>,
+    /// Connections with answers finished by tasks during this loop iteration, each
+    /// written once when the iteration's callbacks are done (`write_later`).
+    writes_later: Mutex<Vec<C>>,
 }
 
 impl<C: Handle> Shared<C> {
@@ -242,6 +245,7 @@ impl<C: Handle> Shared<C> {
             next_id: AtomicU64::new(0),
             connections: Mutex::new(HashMap::new()),
             on_drained: Mutex::new(None),
+            writes_later: Mutex::new(Vec::new()),
         })
     }
 }
@@ -299,6 +303,27 @@ impl<C: Handle> Shared<C> {
         }
         waiting.push_back((id, conn.clone_ref(py)));
         true
+    }
+
+    /// Adds `conn` to the connections written at the end of this loop iteration;
+    /// true for the first (the caller schedules the write).
+    pub fn write_later(&self, conn: C) -> bool {
+        let mut later = self
+            .writes_later
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        later.push(conn);
+        later.len() == 1
+    }
+
+    /// The connections `write_later` collected, emptying the list.
+    pub fn take_writes_later(&self) -> Vec<C> {
+        std::mem::take(
+            &mut *self
+                .writes_later
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     pub fn next_id(&self) -> u64 {

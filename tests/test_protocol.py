@@ -97,6 +97,34 @@ async def test_responses_behind_a_slow_one_wait_in_order() -> None:
     transport.close()
 
 
+async def test_answers_tasks_finish_in_one_iteration_share_one_write() -> None:
+    # Both handlers suspend once and finish in the same loop iteration: their
+    # answers are written together when that iteration's callbacks are done, not
+    # one write per task as each finishes (which woke the reader once per answer).
+    transport, conn = await drive(app_with_routes(), get("/wait/0") * 3)
+    while conn.in_flight or len(parse_all(bytes(transport.data))) < 3:
+        await transport.changed()
+    assert parse_all(bytes(transport.data)) == ["waited 0"] * 3
+    assert transport.writes == 1
+    transport.close()
+
+
+async def test_hosted_answers_finished_together_share_one_write() -> None:
+    from veter.hosted import AsgiApp
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await asyncio.sleep(0)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    transport, _ = await drive(AsgiApp(app), get("/") * 3)
+    while len(parse_all(bytes(transport.data))) < 3:
+        await transport.changed()
+    assert parse_all(bytes(transport.data)) == ["ok"] * 3
+    assert transport.writes == 1
+    transport.close()
+
+
 async def test_reading_pauses_at_max_pipelined() -> None:
     raw = b"".join(get(f"/wait/{5 + i}") for i in range(6))
     transport, conn = await drive(app_with_routes(), raw, max_pipelined=2)

@@ -131,6 +131,16 @@ def _veter(port: int, workers: int) -> list[str]:
     return [*argv, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
 
 
+def _veter_module(module: str) -> Argv:
+    """veter serving a veter.App of apps/."""
+
+    def argv(port: int, workers: int) -> list[str]:
+        run = paths.veter_run(f"benchmarks.apps.{module}")
+        return [*run, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+
+    return argv
+
+
 def _veter_hosting(module: str) -> Argv:
     """veter serving an ASGI app of apps/ (the same module its peers serve)."""
 
@@ -231,6 +241,13 @@ ALL: dict[str, Server] = {
             "veter hosting the raw ASGI app",
             HELLO | {"sleep50"},
             _veter_hosting("asgi_raw:app"),
+            cwd=paths.REPO,
+        ),
+        Veter(
+            "veter-async",
+            "veter's own async def handlers (the hosted apps' reference)",
+            HELLO,
+            _veter_module("veter_async:app"),
             cwd=paths.REPO,
         ),
         Veter(

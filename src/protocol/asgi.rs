@@ -210,7 +210,7 @@ impl Cycle {
         }
         let seq = self.locked().seq;
         let request = &self.request;
-        let delivered = Connection::with_borrow(conn, |this, py| {
+        let delivered = Connection::with_borrow_later(conn, |this, py| {
             this.asgi_answer(py, seq, answer, request);
             Ok(())
         });

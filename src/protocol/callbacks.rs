@@ -23,6 +23,11 @@ impl Connection {
         if d.eager_task.is_none() || d.run_deferred.is_some() {
             this.create_task = Some(event_loop.getattr("create_task")?.unbind());
         }
+        this.later = Some(super::transport::Later {
+            call_soon: event_loop.getattr("call_soon")?.unbind(),
+            writer: this.dispatcher.bind(py).getattr("_write_later")?.unbind(),
+            queued: false,
+        });
         if d.overload.queue_timeout.is_some() {
             this.end_iteration = Some(this.dispatcher.bind(py).getattr("_end_iteration")?.unbind());
             this.event_loop = Some(event_loop.clone().unbind());

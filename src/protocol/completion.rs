@@ -24,7 +24,7 @@ impl Completion {
         let disp = conn.borrow().disp.clone();
         disp.overload.finished(py);
         let mut unsent = None;
-        Connection::with_borrow(conn, |this, py| {
+        Connection::with_borrow_later(conn, |this, py| {
             this.core.handler_done();
             this.set_clock(std::time::Instant::now(), std::time::SystemTime::now());
             if this.core.closed {

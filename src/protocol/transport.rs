@@ -18,6 +18,14 @@ pub(super) enum Closing {
     HalfClose,
 }
 
+/// `loop.call_soon`, the dispatcher's `_write_later`, and whether this connection
+/// is in the worker's list of connections written at the end of the iteration.
+pub(super) struct Later {
+    pub(super) call_soon: Py<PyAny>,
+    pub(super) writer: Py<PyAny>,
+    pub(super) queued: bool,
+}
+
 /// What to do with the transport once the connection is no longer borrowed.
 #[derive(Default)]
 pub(super) struct Actions {
@@ -98,6 +106,59 @@ impl Connection {
             }
         }
         Ok(())
+    }
+
+    /// `with_borrow` for an answer a task finished: what is ready is written when
+    /// the loop iteration's callbacks are done, one write per connection for every
+    /// task that finished in it, rather than one write per task as it finishes.
+    /// Spread over the iteration, those writes each woke the reader on the other
+    /// side (a load generator, a proxy), which costs the sender more CPU in the
+    /// kernel than the writes themselves (uvloop 0.23 writes at once; 0.22 held
+    /// writes to the iteration's end, as this does): docs/design.md.
+    pub(in crate::protocol) fn with_borrow_later(
+        slf: &Bound<'_, Self>,
+        f: impl FnOnce(&mut Self, Python<'_>) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let schedule = {
+            let mut this = slf.borrow_mut();
+            f(&mut this, py)?;
+            let Some(later) = this.later.as_mut() else {
+                // Detached: nothing waits for a write; whatever is left is settled now.
+                drop(this);
+                return Self::with_borrow(slf, |_, _| Ok(()));
+            };
+            if later.queued {
+                return Ok(());
+            }
+            later.queued = true;
+            let call = (later.call_soon.clone_ref(py), later.writer.clone_ref(py));
+            // The first connection listed in this iteration schedules the write.
+            this.disp.write_later(slf.clone().unbind()).then_some(call)
+        };
+        match schedule {
+            Some((call_soon, writer)) => call_soon.call1(py, (writer,)).map(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes what tasks finished for the connections `with_borrow_later` listed.
+    pub fn write_later(py: Python<'_>, disp: &super::Shared) {
+        for conn in disp.take_writes_later() {
+            let conn = conn.bind(py);
+            // (A loop callback of its own: no call on the connection is running.)
+            match conn.try_borrow_mut() {
+                Ok(mut this) => {
+                    if let Some(later) = this.later.as_mut() {
+                        later.queued = false;
+                    }
+                }
+                Err(_) => continue,
+            }
+            if let Err(err) = Self::with_borrow(conn, |_, _| Ok(())) {
+                err.print(py);
+            }
+        }
     }
 
     /// Runs `f` on the borrowed connection, then acts on the transport unborrowed.

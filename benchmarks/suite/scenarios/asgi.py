@@ -13,6 +13,9 @@ METHOD = """
 The same app modules served by each server: `apps/asgi_raw.py` (a raw ASGI 3 app,
 JSON serialised per request) by `veter run`, uvicorn (httptools, uvloop) and
 Granian's ASGI interface; `apps/fastapi_app.py` by `veter run` and by uvicorn.
+`veter-async` is the reference for the front end: veter's own `async def` handlers
+on the same routes (`apps/veter_async.py`), which on Python 3.11 run as one asyncio
+task per request, as a hosted app does, with no scope, `receive` or `send`.
 One process per server, pinned to CPU 0; wrk (one thread) pinned to CPU 1, closed
 loop, c=100, not pipelined. CPU per request: oha open loop at a fixed rate, server
 CPU time from /proc divided by the 2xx responses (the number to trust where wrk is
@@ -20,8 +23,13 @@ the limit). Every server with its access log off, lifespan off where it has the
 switch. Servers interleaved per run, medians.
 """
 
-SERVERS = ["veter-asgi", "uvicorn-raw", "granian-asgi", "veter-fastapi", "fastapi"]
-PAIRS = [("veter-asgi", "uvicorn-raw"), ("veter-asgi", "granian-asgi"), ("veter-fastapi", "fastapi")]
+SERVERS = ["veter-asgi", "uvicorn-raw", "granian-asgi", "veter-async", "veter-fastapi", "fastapi"]
+PAIRS = [
+    ("veter-asgi", "uvicorn-raw"),
+    ("veter-asgi", "granian-asgi"),
+    ("veter-async", "uvicorn-raw"),
+    ("veter-fastapi", "fastapi"),
+]
 PLAIN, JSON = hosted.CELLS
 CHECKS: list[hosted.Check] = [
     ("raw ASGI plaintext ≥ 2.0x uvicorn", "veter-asgi", "uvicorn-raw", PLAIN, 2.0),
