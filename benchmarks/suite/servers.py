@@ -254,6 +254,13 @@ ALL: dict[str, Server] = {
             "veter-fastapi", "veter hosting the FastAPI app", ASYNC, _veter_hosting("fastapi_app:app"), cwd=paths.REPO
         ),
         Veter(
+            "veter-starlette",
+            "veter hosting the Starlette app",
+            ASYNC,
+            _veter_hosting("starlette_app:app"),
+            cwd=paths.REPO,
+        ),
+        Veter(
             "veter-flask", "veter hosting the Flask app (WSGI)", HELLO, _veter_hosting("flask_app:app"), cwd=paths.REPO
         ),
         Server(

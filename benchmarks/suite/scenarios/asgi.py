@@ -12,7 +12,8 @@ TITLE = "Hosted ASGI apps: raw ASGI and FastAPI on veter, uvicorn and Granian"
 METHOD = """
 The same app modules served by each server: `apps/asgi_raw.py` (a raw ASGI 3 app,
 JSON serialised per request) by `veter run`, uvicorn (httptools, uvloop) and
-Granian's ASGI interface; `apps/fastapi_app.py` by `veter run` and by uvicorn.
+Granian's ASGI interface; `apps/fastapi_app.py` and `apps/starlette_app.py` by
+`veter run` and by uvicorn.
 `veter-async` is the reference for the front end: veter's own `async def` handlers
 on the same routes (`apps/veter_async.py`), which on Python 3.11 run as one asyncio
 task per request, as a hosted app does, with no scope, `receive` or `send`.
@@ -23,12 +24,22 @@ the limit). Every server with its access log off, lifespan off where it has the
 switch. Servers interleaved per run, medians.
 """
 
-SERVERS = ["veter-asgi", "uvicorn-raw", "granian-asgi", "veter-async", "veter-fastapi", "fastapi"]
+SERVERS = [
+    "veter-asgi",
+    "uvicorn-raw",
+    "granian-asgi",
+    "veter-async",
+    "veter-fastapi",
+    "fastapi",
+    "veter-starlette",
+    "uvicorn-starlette",
+]
 PAIRS = [
     ("veter-asgi", "uvicorn-raw"),
     ("veter-asgi", "granian-asgi"),
     ("veter-async", "uvicorn-raw"),
     ("veter-fastapi", "fastapi"),
+    ("veter-starlette", "uvicorn-starlette"),
 ]
 PLAIN, JSON = hosted.CELLS
 CHECKS: list[hosted.Check] = [
@@ -37,6 +48,7 @@ CHECKS: list[hosted.Check] = [
     ("raw ASGI plaintext ≥ 1.3x Granian ASGI", "veter-asgi", "granian-asgi", PLAIN, 1.3),
     ("raw ASGI JSON ≥ 1.3x Granian ASGI", "veter-asgi", "granian-asgi", JSON, 1.3),
     ("FastAPI JSON ≥ 1.3x FastAPI on uvicorn", "veter-fastapi", "fastapi", JSON, 1.3),
+    ("Starlette JSON ≥ 1.3x Starlette on uvicorn", "veter-starlette", "uvicorn-starlette", JSON, 1.3),
 ]
 
 
