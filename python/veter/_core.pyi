@@ -181,6 +181,11 @@ class StreamWriter:
     def wait(self, future: asyncio.Future[None]) -> None: ...
     def end(self, ok: bool) -> None: ...
     def upgrade(self, protocol: WebSocketProtocol) -> None: ...
+    def _sendfile_socket(self) -> tuple[int, float, int] | None:
+        """The socket's fd, write timeout and bytes owed, when the rest of the body
+        may go out with sendfile (-1: not yet, -2: no body); see veter.sendfile."""
+    def _sent_out_of_band(self, n: int) -> None:
+        """Counts n body bytes sent past the transport; raises once it is closed."""
 
 @disjoint_base
 class Streamed:

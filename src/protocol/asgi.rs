@@ -464,11 +464,11 @@ impl Cycle {
                 let (path, size) = reply::path_to_send(message)?;
                 head.length.get_or_insert(size);
                 drop(state);
-                // The file is read from a thread and sent as the body's messages.
-                let send = slf.getattr(pyo3::intern!(py, "send"))?;
+                // The file goes out with sendfile, or is read from a thread and
+                // sent as the body's messages (veter/hosted/pathsend.py).
                 let coro = py
                     .import(pyo3::intern!(py, "veter.hosted.pathsend"))?
-                    .call_method1(pyo3::intern!(py, "send_file"), (send, path))?;
+                    .call_method1(pyo3::intern!(py, "send_file"), (slf, path))?;
                 Ok(coro.unbind())
             }
         }
@@ -519,6 +519,16 @@ impl Cycle {
             }
         }
         Ok(None)
+    }
+
+    /// The writer of this answer's stream once it reached the front (None before,
+    /// and once the client has gone): what sends a file past the transport.
+    fn _veter_writer(&self, py: Python<'_>) -> Option<Py<StreamWriter>> {
+        let state = self.locked();
+        if state.ending == Ending::Gone {
+            return None;
+        }
+        state.writer.as_ref().map(|w| w.clone_ref(py))
     }
 
     /// The client left before the stream could start.

@@ -375,6 +375,78 @@ impl StreamWriter {
         Ok(conn.borrow().core.writing_paused())
     }
 
+    /// The socket's descriptor, the write timeout (seconds) and the body bytes still
+    /// owed, when the rest of the body may go past the transport (`os.sendfile` on
+    /// the socket, which the caller reports with `_sent_out_of_band`); `None` when
+    /// it may not (TLS, a chunked or absent body, the client gone). In place of the
+    /// descriptor, `-1` while the transport still holds bytes of its own (written
+    /// first: try again after the loop turns), `-2` when the answer has no body to
+    /// send (a HEAD request's).
+    /// Nothing else is written on this connection while the stream is active: the
+    /// answers behind it wait in the queue.
+    fn _sendfile_socket(&self, py: Python<'_>) -> PyResult<Option<(i64, f64, u64)>> {
+        let conn = self.conn.bind(py);
+        let (transport, timeout, owed) = {
+            let this = conn.borrow();
+            let Some(active) = this.core.stream.as_ref() else {
+                return Ok(None);
+            };
+            if !active.send_body && !this.core.closed {
+                return Ok(Some((-2, 0.0, 0)));
+            }
+            let owed = (!active.upgrade && matches!(active.length, BodyLength::Known(_)))
+                .then_some(active.remaining);
+            match (&this.transport, owed) {
+                (Some(t), Some(owed)) if !this.core.closed && this.core.out.is_empty() => (
+                    t.clone_ref(py),
+                    this.disp.timeouts.write.as_secs_f64(),
+                    owed,
+                ),
+                _ => return Ok(None),
+            }
+        };
+        let transport = transport.bind(py);
+        let extra = pyo3::intern!(py, "get_extra_info");
+        if !transport.call_method1(extra, ("sslcontext",))?.is_none() {
+            return Ok(None);
+        }
+        let socket = transport.call_method1(extra, ("socket",))?;
+        if socket.is_none() {
+            return Ok(None);
+        }
+        let buffered: usize = transport
+            .call_method0(pyo3::intern!(py, "get_write_buffer_size"))?
+            .extract()?;
+        if buffered > 0 {
+            return Ok(Some((-1, timeout, owed)));
+        }
+        let fd: i64 = socket
+            .call_method0(pyo3::intern!(py, "fileno"))?
+            .extract()?;
+        Ok(Some((fd, timeout, owed)))
+    }
+
+    /// Counts `n` body bytes the caller sent past the transport (see
+    /// `_sendfile_socket`). Raises `ConnectionResetError` once the connection is
+    /// closed (so `n = 0` asks whether it still is).
+    fn _sent_out_of_band(&self, py: Python<'_>, n: u64) -> PyResult<()> {
+        let mut this = self.conn.bind(py).borrow_mut();
+        if this.core.closed {
+            return Err(PyConnectionResetError::new_err("the client disconnected"));
+        }
+        let Some(active) = this.core.stream.as_mut() else {
+            return Err(PyValueError::new_err("the stream has ended"));
+        };
+        if n > active.remaining {
+            return Err(PyValueError::new_err(
+                "the streamed body is longer than its content_length",
+            ));
+        }
+        active.remaining -= n;
+        active.written += usize::try_from(n).unwrap_or(usize::MAX);
+        Ok(())
+    }
+
     /// Parks `future` until the transport drains below its low watermark.
     pub(super) fn wait(&self, py: Python<'_>, future: &Bound<'_, PyAny>) -> PyResult<()> {
         let conn = self.conn.bind(py);

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.e2e.processes import Proc, wait_until
+from tests.hosted.apps.raw import BIG_SIZE
+from tests.hosted.apps.sendfile_count import pattern
 
 APP = "tests.hosted.apps.raw:app"
 
@@ -329,3 +334,144 @@ def test_pathsend(client: httpx.Client) -> None:
     ]:
         assert client.get(path).status_code == 500
         assert any(e.startswith("pathsend:") and problem in e for e in events(client)), events(client)
+
+
+def sendfile_count(client: httpx.Client) -> dict[str, int]:
+    result: dict[str, int] = client.get("/sendfile-count").json()
+    return result
+
+
+def test_pathsend_goes_out_with_sendfile(client: httpx.Client) -> None:
+    before = sendfile_count(client)
+    r = client.get("/pathsend-big")
+    assert r.status_code == 200
+    assert r.headers["content-length"] == str(BIG_SIZE)
+    assert r.content == pattern(BIG_SIZE)
+    after = sendfile_count(client)
+    # Every byte of the body went out with sendfile (none through the process).
+    assert after["bytes"] - before["bytes"] == BIG_SIZE
+    assert after["calls"] > before["calls"]
+
+
+def test_pathsend_over_tls_is_read_through_the_process(tmp_path: Path) -> None:
+    # TLS encrypts in the process: no sendfile, the same bytes.
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    proc = Proc(
+        [
+            "run",
+            APP,
+            "--single-process",
+            "--port",
+            "0",
+            "--ssl-certfile",
+            str(cert),
+            "--ssl-keyfile",
+            str(key),
+        ]
+    )
+    try:
+        proc.wait_ready()
+        with httpx.Client(
+            base_url=f"https://127.0.0.1:{proc.port}", verify=ssl.create_default_context(cafile=str(cert))
+        ) as c:
+            r = c.get("/pathsend-big")
+            assert r.content == pattern(BIG_SIZE)
+            assert sendfile_count(c) == {"calls": 0, "bytes": 0}
+    finally:
+        proc.close()
+
+
+def test_pathsend_head_sends_no_body(server: Proc, client: httpx.Client) -> None:
+    before = sendfile_count(client)
+    raw = exchange(
+        server.port,
+        b"HEAD /pathsend-big HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        until=b"Hello, world!",
+    )
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert f"content-length: {BIG_SIZE}".encode() in head.lower()
+    assert rest.startswith(b"HTTP/1.1 200")  # the next answer, right after the head
+    assert sendfile_count(client) == before
+
+
+def test_pathsend_pipelined_between_other_answers(server: Proc) -> None:
+    one = b"GET /pathsend-big HTTP/1.1\r\nHost: x\r\n\r\n"
+    hello = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    raw = exchange(
+        server.port, hello + one + one + hello + b"GET /close HTTP/1.1\r\nHost: x\r\n\r\n", timeout=30
+    )
+    body = pattern(BIG_SIZE)
+    answers = []
+    while raw:
+        head, _, raw = raw.partition(b"\r\n\r\n")
+        length = int(
+            next(
+                v
+                for k, v in (h.split(b": ", 1) for h in head.split(b"\r\n")[1:])
+                if k.lower() == b"content-length"
+            )
+        )
+        answers.append(raw[:length])
+        raw = raw[length:]
+    assert answers[0] == b"Hello, world!"
+    assert answers[1] == body
+    assert answers[2] == body
+    assert answers[3] == b"Hello, world!"
+    assert len(answers) == 5
+
+
+def test_pathsend_to_a_slow_reader(server: Proc) -> None:
+    # A small receive buffer and a reader that takes its time: the sender finds the
+    # socket full again and again and waits for it (add_writer on its duplicate).
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        sock.sendall(b"GET /pathsend-big HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        pauses = 0
+        while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < BIG_SIZE:
+            piece = sock.recv(256 * 1024)
+            assert piece, "the server closed the connection"
+            data += piece
+            if pauses < 20 and len(data) > pauses * (BIG_SIZE // 20):
+                pauses += 1
+                time.sleep(0.02)  # a slow client: the server's socket fills up meanwhile
+        assert data.partition(b"\r\n\r\n")[2] == pattern(BIG_SIZE)
+
+
+def test_pathsend_client_leaves_mid_file(server: Proc, client: httpx.Client) -> None:
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(b"GET /pathsend-big HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        # (closed with a reset, most of the file unread)
+    assert client.get("/").text == "Hello, world!"
+    assert client.get("/pathsend").status_code == 200
+
+
+def test_pathsend_drops_a_client_that_stops_reading() -> None:
+    proc = Proc(["run", APP, "--single-process", "--port", "0", "--write-timeout", "1"])
+    try:
+        proc.wait_ready()
+        with socket.create_connection(("127.0.0.1", proc.port), timeout=10) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+            sock.sendall(b"GET /pathsend-big HTTP/1.1\r\nHost: x\r\n\r\n")
+            # Reads nothing until the server must have given up (write timeout 1 s).
+            time.sleep(3)
+            data = b""
+            while piece := sock.recv(1 << 20):
+                data += piece
+        body = data.partition(b"\r\n\r\n")[2]
+        assert 0 < len(body) < BIG_SIZE  # cut, then closed (recv returned b"")
+        assert body == pattern(BIG_SIZE)[: len(body)]
+        with httpx.Client(base_url=f"http://127.0.0.1:{proc.port}") as c:
+            assert c.get("/").text == "Hello, world!"
+    finally:
+        proc.close()

@@ -14,6 +14,8 @@ import httpx
 import pytest
 
 from tests.e2e.processes import Proc, wait_until
+from tests.hosted.apps.sendfile_count import pattern
+from tests.hosted.apps.wsgi_raw import BIG_SIZE
 
 APP = "tests.hosted.apps.wsgi_raw:app"
 
@@ -192,3 +194,43 @@ def test_deadline_answers_504(client: httpx.Client) -> None:
     r = client.get("/sleep?1.5")
     assert r.status_code == 504
     assert time.monotonic() - start < 1.4
+
+
+def sendfile_count(client: httpx.Client) -> dict[str, int]:
+    result: dict[str, int] = client.get("/sendfile-count").json()
+    return result
+
+
+def test_file_wrapper_goes_out_with_sendfile(client: httpx.Client) -> None:
+    before = sendfile_count(client)
+    r = client.get("/file-wrapper")
+    assert r.headers["content-length"] == str(BIG_SIZE)  # added: the file's size is known
+    assert r.content == pattern(BIG_SIZE)
+    r = client.get("/file-wrapper-from")
+    assert r.headers["content-length"] == str(BIG_SIZE - 1000)
+    assert r.content == pattern(BIG_SIZE)[1000:]
+    after = sendfile_count(client)
+    assert after["bytes"] - before["bytes"] == 2 * BIG_SIZE - 1000
+
+
+def test_file_wrapper_of_a_non_file_is_iterated(client: httpx.Client) -> None:
+    before = sendfile_count(client)
+    r = client.get("/file-wrapper-bytesio")
+    assert r.content == pattern(100_000)
+    assert sendfile_count(client) == before
+
+
+def test_file_wrapper_head_and_pipelined(server: Proc) -> None:
+    raw = exchange(
+        server.port,
+        b"HEAD /file-wrapper HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /file-wrapper-from HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /sized HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        timeout=30,
+    )
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and f"content-length: {BIG_SIZE}".encode() in head.lower()
+    head, _, rest = rest.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert rest[: BIG_SIZE - 1000] == pattern(BIG_SIZE)[1000:]
+    assert rest[BIG_SIZE - 1000 :].startswith(b"HTTP/1.1 200")

@@ -30,6 +30,7 @@ from urllib.parse import unquote_to_bytes
 
 from veter.app import App
 from veter.hosted.asgi import AsgiApp
+from veter.hosted.pathsend import send_range
 from veter.hosted.wsgi_io import ErrorStream, FileWrapper, InputStream
 
 __all__ = ["WsgiApp"]
@@ -247,6 +248,8 @@ class Call:
                 close()
 
     def _answer(self, iterable: Iterable[bytes]) -> Answer | None:
+        if isinstance(iterable, FileWrapper) and self._send_file(iterable):
+            return None
         sized = isinstance(iterable, (list, tuple))
         got = sum(len(b) for b in self.buffered)
         for block in iterable:
@@ -272,6 +275,23 @@ class Call:
             self._relay({"type": "http.response.body", "body": b"", "more_body": False})
             return None
         return self.status, self.headers, b"".join(self.buffered)
+
+    def _send_file(self, wrapper: FileWrapper) -> bool:
+        """A ``wsgi.file_wrapper`` around a regular file: its bytes go out from the
+        loop (with sendfile where the connection allows) while this thread waits.
+        False when it cannot (not a regular file, the app has written already): it
+        is then iterated like any other response."""
+        left = wrapper.remaining()
+        if left is None or self.status is None or self.streaming or self.buffered:
+            return False
+        if self.length is None:
+            self.headers.append((b"content-length", b"%d" % left))
+        count = left if self.length is None else min(left, self.length)
+        self.streaming = True
+        self._relay({"type": "http.response.start", "status": self.status, "headers": self.headers})
+        fh = wrapper.filelike
+        asyncio.run_coroutine_threadsafe(send_range(self.send, fh, fh.tell(), count), self.loop).result()
+        return True
 
     def _stream(self, block: bytes) -> bool:
         """Hands a block to the loop and waits until it is written (or the client is

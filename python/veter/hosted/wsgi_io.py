@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import stat
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import IO, Any
 
@@ -148,8 +149,10 @@ class ErrorStream:
 
 
 class FileWrapper:
-    """``wsgi.file_wrapper``: a file's content as the response, in blocks read in
-    the worker thread (the loop never waits on the disk)."""
+    """``wsgi.file_wrapper``: a file's content as the response. A regular file (one
+    with ``fileno``) goes out with sendfile where the connection allows it
+    (``veter.hosted.pathsend.send_range``); anything else is iterated, in blocks
+    read in the worker thread (the loop never waits on the disk)."""
 
     def __init__(self, filelike: IO[bytes], block_size: int = 256 * 1024) -> None:
         self.filelike = filelike
@@ -170,8 +173,10 @@ class FileWrapper:
     def remaining(self) -> int | None:
         """Bytes left to send when the file is a regular one, else None."""
         try:
-            fd = self.filelike.fileno()
-            left = os.fstat(fd).st_size - self.filelike.tell()
+            info = os.fstat(self.filelike.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            left = info.st_size - self.filelike.tell()
         except (AttributeError, OSError, ValueError):
             return None
         return max(left, 0)

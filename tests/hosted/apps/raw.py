@@ -13,6 +13,8 @@ import tempfile
 import time
 from typing import Any
 
+from tests.hosted.apps import sendfile_count
+
 events: list[str] = []
 
 
@@ -107,14 +109,28 @@ with open(SENT_FILE, "wb") as _fh:
     _fh.write(b"from a file\n" * 1000)
 
 
+#: Larger than a loopback socket takes at once: the sender must wait for the reader.
+BIG_SIZE = 24 * 1024 * 1024
+BIG_FILE = sendfile_count.big_file("raw-big", BIG_SIZE)
+
+
 async def pathsend(scope: Any, receive: Any, send: Any) -> None:
-    target = {"/pathsend": SENT_FILE, "/pathsend-relative": "x.txt", "/pathsend-missing": SENT_FILE + ".no"}
+    target = {
+        "/pathsend": SENT_FILE,
+        "/pathsend-big": BIG_FILE,
+        "/pathsend-relative": "x.txt",
+        "/pathsend-missing": SENT_FILE + ".no",
+    }
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
     try:
         await send({"type": "http.response.pathsend", "path": target[scope["path"]]})
     except (ValueError, OSError) as exc:
         events.append(f"pathsend: {exc}")
         raise
+
+
+async def sendfile_counted(scope: Any, receive: Any, send: Any) -> None:
+    await text(send, json.dumps(sendfile_count.counted).encode())
 
 
 async def block(scope: Any, receive: Any, send: Any) -> None:
@@ -234,6 +250,8 @@ ROUTES = {
     "/slow": slow,
     "/block": block,
     "/pathsend": pathsend,
+    "/pathsend-big": pathsend,
+    "/sendfile-count": sendfile_counted,
     "/pathsend-relative": pathsend,
     "/pathsend-missing": pathsend,
     "/boom": boom,

@@ -3,12 +3,15 @@ included: the ``write`` callable, ``exc_info``, generators, ``close()``, errors.
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from tests.hosted.apps import sendfile_count
 
 Environ = dict[str, Any]
 StartResponse = Callable[..., Callable[[bytes], None]]
@@ -40,6 +43,27 @@ def text(start_response: StartResponse, body: str, status: str = "200 OK") -> li
     data = body.encode()
     start_response(status, [("Content-Type", "text/plain"), ("Content-Length", str(len(data)))])
     return [data]
+
+
+#: Larger than a loopback socket takes at once.
+BIG_SIZE = 8 * 1024 * 1024
+BIG_FILE = sendfile_count.big_file("wsgi-big", BIG_SIZE)
+
+
+def file_wrapper(environ: Environ, start_response: StartResponse, path: str) -> Any:
+    """``wsgi.file_wrapper`` around: the file from its start (no Content-Length),
+    from an offset with its Content-Length, or a non-file (iterated)."""
+    wrap = environ["wsgi.file_wrapper"]
+    if path == "/file-wrapper-bytesio":
+        start_response("200 OK", [("Content-Type", "application/octet-stream")])
+        return wrap(io.BytesIO(sendfile_count.pattern(100_000)), 8192)
+    fh = open(BIG_FILE, "rb")  # noqa: SIM115 - closed by the server through the wrapper
+    headers = [("Content-Type", "application/octet-stream")]
+    if path == "/file-wrapper-from":
+        fh.seek(1000)
+        headers.append(("Content-Length", str(BIG_SIZE - 1000)))
+    start_response("200 OK", headers)
+    return wrap(fh)
 
 
 def app(environ: Environ, start_response: StartResponse) -> Any:
@@ -106,6 +130,12 @@ def app(environ: Environ, start_response: StartResponse) -> Any:
         environ["wsgi.errors"].write("line\n")
         environ["wsgi.errors"].flush()
         return text(start_response, "logged")
+    if path.startswith("/file-wrapper"):
+        return file_wrapper(environ, start_response, path)
+    if path == "/sendfile-count":
+        data = json.dumps(sendfile_count.counted).encode()
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [data]
     if path == "/sleep":
         time.sleep(float(environ["QUERY_STRING"] or "0.3"))
         return text(start_response, threading.current_thread().name)
