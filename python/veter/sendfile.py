@@ -48,7 +48,7 @@ async def transmit(writer: Writer, fd: int, offset: int, count: int) -> bool:
     if not hasattr(os, "sendfile"):
         return False
     claim = writer._sendfile_socket()
-    if claim is not None and claim[0] < 0:
+    if claim is not None and claim[0] == -1:
         # The transport still holds the head: one loop turn writes it.
         await asyncio.sleep(0)
         claim = writer._sendfile_socket()

@@ -1,9 +1,11 @@
 """Files: ``FileResponse`` and ``app.static("/static", directory)``.
 
-A file is streamed in pieces (``StreamingResponse``), so a slow client pauses the
-reading instead of growing memory; the pieces are read in the thread pool, so a
-slow disk does not stall the event loop. (uvloop does not implement
-``loop.sendfile``, so the bytes pass through the process.)
+A file's bytes go out with ``sendfile(2)`` (``veter.sendfile``: from the page cache
+to the socket, never through the process) where the connection allows it. Elsewhere
+(TLS; a body that middleware such as compression rewrites) it is streamed in pieces
+(``StreamingResponse``), so a slow client pauses the reading instead of growing
+memory. Either way the disk is read in the thread pool, so a slow disk does not
+stall the event loop.
 
 Caching and ranges, per RFC 9110: ``ETag`` (from the file's size and
 modification time) and ``Last-Modified``; ``If-None-Match`` / ``If-Modified-Since``
@@ -15,6 +17,7 @@ with the whole file (a server may ignore Range).
 from __future__ import annotations
 
 import email.utils
+import logging
 import mimetypes
 import os
 import stat
@@ -22,17 +25,21 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from veter import sendfile
 from veter.concurrency import run_in_thread
 from veter.exceptions import HTTPException
 from veter.responses import Response
-from veter.streaming import StreamingResponse
+from veter.streaming import StreamingResponse, _close
 
 if TYPE_CHECKING:
+    from veter._core import StreamWriter
     from veter.app import App
 
 __all__ = ["FileResponse", "StaticFiles", "file_response"]
 
 CHUNK = 256 * 1024
+
+log = logging.getLogger("veter.files")
 
 
 def _etag(st: os.stat_result) -> str:
@@ -133,13 +140,46 @@ def file_response(
             size = end - start + 1
             status = 206
             common["Content-Range"] = f"bytes {start}-{end}/{st.st_size}"
-    return StreamingResponse(
-        _read(path, start, size),
-        status=status,
-        headers=common,
-        content_type=content_type,
-        content_length=size,
-    )
+    return FileStream(path, start, size, status=status, headers=common, content_type=content_type)
+
+
+class FileStream(StreamingResponse):
+    """``size`` bytes of the file at ``path`` from ``start``: sent with sendfile when
+    the connection allows and the content is still the file's own (middleware may
+    have replaced it), else read and streamed in pieces."""
+
+    def __init__(self, path: str, start: int, size: int, **kwargs: Any) -> None:
+        self._source = _read(path, start, size)
+        super().__init__(self._source, content_length=size, **kwargs)
+        self._where = (path, start, size)
+
+    async def _pump(self, writer: StreamWriter, send_body: bool) -> None:
+        if send_body and self.content is self._source and await self._sent_with_sendfile(writer):
+            return
+        await super()._pump(writer, send_body)
+
+    async def _sent_with_sendfile(self, writer: StreamWriter) -> bool:
+        """True when the body went out with sendfile (or the answer was cut): the
+        writer is ended and the response finished. False when nothing was sent."""
+        path, start, size = self._where
+        try:
+            fd = await run_in_thread(os.open, path, os.O_RDONLY)
+        except OSError:
+            return False  # the streaming path reports it
+        handled, ok = True, False
+        try:
+            handled = ok = await sendfile.transmit(writer, fd, start, size)
+        except Exception:
+            log.exception("file response failed after its head was sent; closing the connection")
+        finally:
+            os.close(fd)
+            if handled:
+                try:
+                    await _close(self.content)  # the unused reader
+                finally:
+                    writer.end(ok)
+                    self._veter_finished()
+        return handled
 
 
 def _quoted(name: str) -> str:
