@@ -34,6 +34,7 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dispatcher::Dispatcher>()?;
     m.add_class::<protocol::Connection>()?;
+    m.add_class::<protocol::AsgiCycle>()?;
     m.add_class::<protocol::StreamWriter>()?;
     m.add_class::<protocol::Streamed>()?;
     m.add_class::<protocol::Upgrade>()?;

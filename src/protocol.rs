@@ -44,6 +44,7 @@ mod timers;
 mod transport;
 mod upload;
 
+pub use asgi::Cycle as AsgiCycle;
 pub use completion::Completion;
 pub use stream::{StreamWriter, Streamed, Upgrade};
 
@@ -102,6 +103,8 @@ pub struct Connection {
     /// `client` and `server` of a hosted ASGI app's scopes: `(host, port)` of the
     /// peer and of the listening socket, made once per connection.
     asgi_place: Option<(Py<PyAny>, Py<PyAny>)>,
+    /// The same for a hosted WSGI app's environ (`SERVER_NAME`, `REMOTE_ADDR`...).
+    wsgi_place: Option<Box<crate::asgi::environ::Place>>,
     /// The requests of a hosted ASGI app still running (told when the client leaves).
     cycles: Vec<Py<asgi::Cycle>>,
     /// Half-closed by the server, reading and dropping until the client closes
@@ -175,6 +178,7 @@ impl Connection {
             proxied: false,
             self_ref: None,
             asgi_place: None,
+            wsgi_place: None,
             cycles: Vec::new(),
             lingering: None,
             may_be_sending: false,

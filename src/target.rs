@@ -28,8 +28,14 @@ pub fn split_target(buf: &[u8], target: Range<usize>) -> (Range<usize>, Option<R
 /// Percent-decodes `raw` (no `+` to space: that is a query-string convention).
 /// Invalid escapes are kept as they are; invalid UTF-8 is replaced.
 pub fn percent_decode(raw: &[u8]) -> String {
+    String::from_utf8_lossy(&percent_decode_bytes(raw)).into_owned()
+}
+
+/// Percent-decodes `raw` to bytes, as Python's `urllib.parse.unquote_to_bytes`
+/// does: invalid escapes are kept as they are; `raw` itself when it has none.
+pub fn percent_decode_bytes(raw: &[u8]) -> Cow<'_, [u8]> {
     if !raw.contains(&b'%') {
-        return String::from_utf8_lossy(raw).into_owned();
+        return Cow::Borrowed(raw);
     }
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
@@ -47,7 +53,7 @@ pub fn percent_decode(raw: &[u8]) -> String {
         out.push(raw[i]);
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    Cow::Owned(out)
 }
 
 /// The (name, value) pairs of a query string, as Python's

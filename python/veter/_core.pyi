@@ -20,6 +20,7 @@ def inline_request() -> Request | None:
 
 __all__ = [
     "OPTIMIZED",
+    "AsgiCycle",
     "BodyStream",
     "Connection",
     "Dispatcher",
@@ -187,6 +188,23 @@ class StreamWriter:
     def _sent_out_of_band(self, n: int) -> None:
         """Counts n body bytes sent past the transport; raises once it is closed."""
 
+@final
+class AsgiCycle:
+    """One request of a hosted ASGI or WSGI app (made by the core only): its
+    ``receive`` and ``send``, and what a WSGI job's thread hands its answer to."""
+
+    def receive(self) -> Awaitable[dict[str, Any]]: ...
+    def send(self, message: Mapping[str, Any]) -> Awaitable[None]: ...
+    def cancel(self) -> bool:
+        """The deadline's call on a WSGI job: a thread cannot be stopped (False)."""
+    def _wsgi_settled(self, answer: tuple[int, list[tuple[bytes, bytes]], bytes] | None) -> None:
+        """The job's whole answer, or None when it was streamed through send."""
+    def _wsgi_failed(self, exc: BaseException) -> None:
+        """The job raised exc."""
+    def _veter_start(self, writer: StreamWriter, send_body: bool) -> None: ...
+    def _veter_writer(self) -> StreamWriter | None: ...
+    def _veter_abandon(self) -> None: ...
+
 @disjoint_base
 class Streamed:
     """The base of every answer the core streams (veter.StreamingResponse): the core
@@ -282,7 +300,13 @@ class Dispatcher:
         access_log_skip: list[str] = ...,
         eager_tasks: bool | None = None,
         unmatched: Callable[..., Awaitable[Any]] | None = None,
-        asgi: tuple[Callable[..., Awaitable[None]], str, dict[str, Any], Callable[..., Any] | None]
+        asgi: tuple[
+            Callable[..., Awaitable[None]],
+            str,
+            dict[str, Any],
+            Callable[..., Any] | None,
+            tuple[Callable[[dict[str, Any], AsgiCycle], None], dict[str, Any]] | None,
+        ]
         | None = None,
     ) -> Dispatcher: ...
     def __call__(self, *args: object, **kwargs: object) -> Connection:

@@ -7,12 +7,14 @@
 //!
 //! - `scope.rs`: the `http` scope, built in Rust from the parsed head (one dict, its
 //!   keys interned, no Python code run for it);
+//! - `environ.rs`: a hosted WSGI app's `environ`, built the same way;
 //! - `reply.rs`: the messages an app sends, checked, and the response head they
 //!   describe.
 //!
 //! The connection's side (the `receive` and `send` callables, answers delivered in
 //! request order, streaming under the write watermarks) is `protocol/asgi.rs`.
 
+pub mod environ;
 pub mod reply;
 pub mod scope;
 
@@ -35,14 +37,25 @@ pub struct Asgi {
     /// in their final order and what never changes, so building a scope overwrites
     /// values in place instead of growing a new dict key by key.
     pub template: Py<PyDict>,
+    /// The app is a WSGI app behind `veter.hosted.wsgi.Bridge` (the ASGI callable
+    /// above): a request without a body goes from the core straight to its thread
+    /// pool, with the environ built here (no asyncio task, no scope).
+    pub wsgi: Option<environ::Wsgi>,
 }
 
 impl Asgi {
     /// From the `asgi=` argument of the `Dispatcher`:
-    /// `(app, root_path, state, websocket)`.
+    /// `(app, root_path, state, websocket, wsgi)`, `wsgi` None or
+    /// `(submit, environ_template)`.
     pub fn from_spec(spec: &Bound<'_, PyAny>) -> PyResult<Self> {
-        type Spec = (Py<PyAny>, String, Option<Py<PyDict>>, Option<Py<PyAny>>);
-        let (app, root_path, state, websocket): Spec = spec.extract()?;
+        type Spec = (
+            Py<PyAny>,
+            String,
+            Option<Py<PyDict>>,
+            Option<Py<PyAny>>,
+            Option<(Py<PyAny>, Py<PyDict>)>,
+        );
+        let (app, root_path, state, websocket, wsgi): Spec = spec.extract()?;
         let template = scope::template(spec.py(), &root_path)?.unbind();
         Ok(Asgi {
             app,
@@ -50,6 +63,7 @@ impl Asgi {
             state,
             websocket,
             template,
+            wsgi: wsgi.map(|(submit, template)| environ::Wsgi { submit, template }),
         })
     }
 }

@@ -62,16 +62,22 @@ pub struct Head {
 pub fn start(message: &Bound<'_, PyAny>) -> PyResult<Head> {
     let py = message.py();
     let dict = message.cast::<PyDict>()?;
-    let status = match dict.get_item(pyo3::intern!(py, "status"))? {
-        Some(s) => s.extract::<i64>().map_err(|_| {
-            PyTypeError::new_err("ASGI http.response.start 'status' must be an int")
-        })?,
-        None => {
-            return Err(PyValueError::new_err(
-                "ASGI http.response.start has no 'status'",
-            ))
-        }
+    let Some(status) = dict.get_item(pyo3::intern!(py, "status"))? else {
+        return Err(PyValueError::new_err(
+            "ASGI http.response.start has no 'status'",
+        ));
     };
+    let headers = dict.get_item(pyo3::intern!(py, "headers"))?;
+    head(&status, headers.as_ref())
+}
+
+/// The response head of `status` and `headers` (an iterable of `(name, value)`
+/// bytes pairs, or None), checked as an `http.response.start`'s are; a hosted
+/// WSGI app's answer comes this way too.
+pub fn head(status: &Bound<'_, PyAny>, headers: Option<&Bound<'_, PyAny>>) -> PyResult<Head> {
+    let status = status
+        .extract::<i64>()
+        .map_err(|_| PyTypeError::new_err("ASGI http.response.start 'status' must be an int"))?;
     let status = match u16::try_from(status) {
         Ok(s) if (100..=599).contains(&s) => s,
         _ => {
@@ -86,7 +92,7 @@ pub fn start(message: &Bound<'_, PyAny>) -> PyResult<Head> {
         length: None,
         close: false,
     };
-    let Some(headers) = dict.get_item(pyo3::intern!(py, "headers"))? else {
+    let Some(headers) = headers else {
         return Ok(head);
     };
     for pair in headers.try_iter()? {

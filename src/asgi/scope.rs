@@ -163,7 +163,7 @@ pub fn websocket<'py>(
 }
 
 /// The method as a `str`; the common ones are interned (no new string).
-fn method<'py>(py: Python<'py>, raw: &[u8]) -> Bound<'py, PyString> {
+pub(super) fn method<'py>(py: Python<'py>, raw: &[u8]) -> Bound<'py, PyString> {
     match raw {
         b"GET" => pyo3::intern!(py, "GET").clone(),
         b"POST" => pyo3::intern!(py, "POST").clone(),

@@ -22,6 +22,7 @@
 
 mod connection;
 mod ending;
+mod sending;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -267,136 +268,6 @@ impl Cycle {
         self.locked().send_waiter = Some(future.clone_ref(py));
         Ok(future)
     }
-
-    fn send_body(
-        slf: &Bound<'_, Self>,
-        message: &Bound<'_, PyAny>,
-        mut state: MutexGuard<'_, State>,
-    ) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        let this = slf.get();
-        let (body, more) = reply::body(message)?;
-        match std::mem::replace(&mut state.reply, Reply::Done) {
-            Reply::Idle => {
-                state.reply = Reply::Idle;
-                Err(PyRuntimeError::new_err(
-                    "ASGI http.response.body sent before http.response.start",
-                ))
-            }
-            Reply::Done => Err(PyRuntimeError::new_err(
-                "ASGI send() after the response was complete",
-            )),
-            Reply::Started(head) if !more => {
-                drop(state);
-                this.answer_whole(py, &head, body.as_ref())
-                    .inspect_err(|_| this.locked().reply = Reply::Idle)
-            }
-            Reply::Started(head) => {
-                state.reply = Reply::Streaming;
-                if let Some(piece) = body.filter(|b| !b.as_bytes().is_empty()) {
-                    state.early.push(piece.unbind());
-                }
-                drop(state);
-                Self::start_stream(slf, &head).inspect_err(|_| this.locked().reply = Reply::Idle)
-            }
-            Reply::Streaming => {
-                let Some(writer) = state.writer.as_ref().map(|w| w.clone_ref(py)) else {
-                    // Not at the front yet: kept for it, and the app waits.
-                    state.reply = if more { Reply::Streaming } else { Reply::Done };
-                    if let Some(piece) = body.filter(|b| !b.as_bytes().is_empty()) {
-                        state.early.push(piece.unbind());
-                    }
-                    if !more {
-                        state.early_end = Some(true);
-                    }
-                    drop(state);
-                    return this.wait_in_send(py);
-                };
-                state.reply = if more { Reply::Streaming } else { Reply::Done };
-                drop(state);
-                let writer = writer.get();
-                let mut behind = false;
-                if let Some(piece) = &body {
-                    match writer.write(py, piece) {
-                        Ok(b) => behind = b,
-                        Err(err) if err.is_instance_of::<PyConnectionResetError>(py) => {
-                            this.client_gone(py);
-                            return done(py);
-                        }
-                        Err(err) => return Err(err),
-                    }
-                }
-                if !more {
-                    writer.end(py, true)?;
-                    this.end(py);
-                    return done(py);
-                }
-                if behind {
-                    let future = new_future(py)?;
-                    writer.wait(py, future.bind(py))?;
-                    return Ok(future);
-                }
-                done(py)
-            }
-        }
-    }
-
-    /// The whole answer, in one message.
-    fn answer_whole(
-        &self,
-        py: Python<'_>,
-        head: &Head,
-        body: Option<&Bound<'_, PyBytes>>,
-    ) -> PyResult<Py<PyAny>> {
-        let piece: &[u8] = body.map_or(b"", |b| b.as_bytes());
-        let length = reply::length(head, Some(piece.len()), self.framing)?;
-        let (mut bytes, framing) = self.encode_head(py, head, length);
-        let with_body = !framing.head && length != BodyLength::Absent;
-        if with_body {
-            bytes.extend_from_slice(piece);
-        }
-        let sent = encode::Sent {
-            status: head.status,
-            body_bytes: if with_body { piece.len() } else { 0 },
-        };
-        self.deliver(
-            py,
-            Answer::Whole {
-                bytes,
-                sent,
-                framing,
-            },
-        );
-        self.end(py);
-        done(py)
-    }
-
-    /// The first of several body messages: the answer becomes a stream, and the
-    /// app waits until it reaches the front.
-    fn start_stream(slf: &Bound<'_, Self>, head: &Head) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        let this = slf.get();
-        let length = reply::length(head, None, this.framing)?;
-        let (bytes, framing) = this.encode_head(py, head, length);
-        let with_body = !framing.head && length != BodyLength::Absent;
-        let plan = Plan::hosted(
-            slf.clone().into_any().unbind(),
-            head.status,
-            this.request.clone_ref(py),
-            length,
-            with_body,
-        );
-        let waiting = this.wait_in_send(py)?;
-        this.deliver(
-            py,
-            Answer::Stream {
-                head: bytes,
-                plan: Box::new(plan),
-                framing,
-            },
-        );
-        Ok(waiting)
-    }
 }
 
 #[pymethods]
@@ -534,6 +405,40 @@ impl Cycle {
     /// The client left before the stream could start.
     fn _veter_abandon(&self, py: Python<'_>) {
         self.client_gone(py);
+    }
+
+    /// What the deadline calls on a hosted WSGI app's job in place of a task's
+    /// `cancel`: a thread cannot be stopped, so nothing (False); the 504 has taken
+    /// the request's slot, and the job's answer is dropped when it comes.
+    #[expect(clippy::unused_self, reason = "a task's method, called on an instance")]
+    fn cancel(&self) -> bool {
+        false
+    }
+
+    /// A hosted WSGI app's job ended in its thread (called on the loop):
+    /// `answer` is its whole answer, `(status, [(name, value), ...], body)`, or
+    /// None when the thread streamed it through `send` already.
+    fn _wsgi_settled(
+        slf: &Bound<'_, Self>,
+        answer: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>, Bound<'_, PyBytes>)>,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let failure = match answer {
+            Some((status, headers, body)) => {
+                slf.get().answer_at_once(py, &status, &headers, &body).err()
+            }
+            None => None,
+        };
+        Self::finish(&slf.clone().unbind(), py, failure)
+    }
+
+    /// A hosted WSGI app's job raised `exc` in its thread (called on the loop).
+    fn _wsgi_failed(slf: &Bound<'_, Self>, exc: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::finish(
+            &slf.clone().unbind(),
+            slf.py(),
+            Some(PyErr::from_value(exc.clone())),
+        )
     }
 }
 

@@ -55,9 +55,14 @@ impl Connection {
             };
             this.client_text = host;
         }
-        if d.asgi.is_some() {
+        if let Some(asgi) = &d.asgi {
             let sockname = transport.call_method1("get_extra_info", ("sockname",))?;
-            this.asgi_place = Some((address_pair(&peer, false)?, address_pair(&sockname, true)?));
+            let (client, server) = (address_pair(&peer, false)?, address_pair(&sockname, true)?);
+            if asgi.wsgi.is_some() {
+                let place = crate::asgi::environ::Place::new(client.bind(py), server.bind(py))?;
+                this.wsgi_place = Some(Box::new(place));
+            }
+            this.asgi_place = Some((client, server));
         }
         this.client = peer.unbind();
         this.write = Some(transport.getattr("write")?.unbind());

@@ -91,6 +91,32 @@ def test_environ(client: httpx.Client) -> None:
     assert "wsgi.input_terminated" not in env  # no chunked body
 
 
+def test_environ_alike_with_and_without_body(client: httpx.Client) -> None:
+    # Without a body the core builds the environ and hands the request to the pool
+    # itself; with one the bridge builds it from the ASGI scope: the app must not
+    # tell them apart.
+    headers = [
+        (b"X-Dup", b"a"),
+        (b"X-Dup", b"b"),
+        (b"Cookie", b"a=1"),
+        (b"Cookie", b"b=2"),
+        (b"X-Latin", b"caf\xe9"),
+        (b"X_Under", b"dropped"),
+    ]
+    target = "/environ/caf%C3%A9%2Fx%zz?q=%C3%A9&r"
+    got = client.get(target, headers=headers).json()
+    posted = client.post(target, headers=headers, content=b"body").json()
+    assert got["REQUEST_METHOD"] == "GET" and posted["REQUEST_METHOD"] == "POST"
+    assert posted["CONTENT_LENGTH"] == "4" and "CONTENT_LENGTH" not in got
+    assert got["HTTP_COOKIE"] == "a=1; b=2"
+    assert got["HTTP_X_LATIN"] == "caf\xe9"
+    assert got["PATH_INFO"] == "/environ/café/x%zz".encode().decode("latin-1")
+    differ = {"REQUEST_METHOD", "CONTENT_LENGTH", "CONTENT_TYPE", "veter.request_id"}
+    assert {k: v for k, v in got.items() if k not in differ} == {
+        k: v for k, v in posted.items() if k not in differ
+    }
+
+
 def test_input_lines_content_length_and_chunked(client: httpx.Client) -> None:
     body = b"one\ntwo\n" + b"x" * 100_000 + b"\nlast"
     expected = ["one\n", "two\n", "x" * 100_000 + "\n", "last"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from veter import _core
@@ -90,8 +91,21 @@ class AsgiApp(App):
             self.handle_error,
             config,
             access_log=access_log,
-            asgi=(self.asgi_app, config.root_path, state, self.websocket_entry()),
+            asgi=(
+                self.asgi_app,
+                config.root_path,
+                state,
+                self.websocket_entry(),
+                self.wsgi_entry(config.root_path),
+            ),
         )
+
+    def wsgi_entry(
+        self, root_path: str
+    ) -> tuple[Callable[[dict[str, Any], _core.AsgiCycle], None], dict[str, Any]] | None:
+        """None: an ASGI app is called with a scope (``WsgiApp`` gives its pool's
+        entry here)."""
+        return None
 
     def websocket_entry(self) -> Any:
         """What the core calls for a WebSocket handshake: veter's WebSocket route

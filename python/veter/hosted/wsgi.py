@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 import queue
 import threading
@@ -28,6 +29,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from veter import _core
 from veter.app import App
 from veter.hosted.asgi import AsgiApp
 from veter.hosted.pathsend import send_range
@@ -63,16 +65,33 @@ def _key(name: bytes) -> str | None:
 
 
 class Bridge:
-    """The ASGI callable the core runs for a WSGI app's requests."""
+    """The ASGI callable the core runs for a WSGI app's requests with a body, and
+    the pool the core hands those without one to (``submit``)."""
 
     def __init__(self, app: WsgiCallable) -> None:
         self.app = app
         self.errors = ErrorStream()
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # What every environ has, whatever the request.
+        self._static: dict[str, Any] = {
+            "wsgi.version": (1, 0),
+            "wsgi.errors": self.errors,
+            "wsgi.multithread": True,
+            "wsgi.multiprocess": True,
+            "wsgi.run_once": False,
+            "wsgi.file_wrapper": FileWrapper,
+        }
+
+    def template(self, root_path: str) -> dict[str, Any]:
+        """The dict the core copies each environ from (it writes the request's own
+        keys into the copy, as ``environ`` does below)."""
+        return {"SCRIPT_NAME": root_path.encode().decode("latin-1"), **self._static}
 
     def start(self, threads: int) -> None:
-        """Starts the pool's ``threads`` threads."""
+        """Starts the pool's ``threads`` threads (called on the worker's loop)."""
+        self._loop = asyncio.get_running_loop()
         for i in range(threads):
             thread = threading.Thread(target=self._work, name=f"veter-wsgi-{i}", daemon=True)
             thread.start()
@@ -90,13 +109,25 @@ class Bridge:
         # (Not run_in_executor: its two futures and their chained callbacks cost
         # more than the hop itself.)
         while (job := self._jobs.get()) is not None:
-            future, context, call = job
+            settle, fail, context, call = job
             try:
                 result = context.run(call.run)
             except BaseException as exc:  # noqa: BLE001 - the request's task raises it
-                call.loop.call_soon_threadsafe(_failed, future, exc)
+                call.loop.call_soon_threadsafe(fail, exc)
             else:
-                call.loop.call_soon_threadsafe(_settled, future, result)
+                call.loop.call_soon_threadsafe(settle, result)
+
+    def submit(self, environ: dict[str, Any], cycle: _core.AsgiCycle) -> None:
+        """Runs the app on a request without a body, whose ``environ`` the core
+        built: called by the core on the loop, in the request's context. The
+        thread hands the answer to ``cycle`` (or streams it through its ``send``)."""
+        loop = self._loop
+        if loop is None or not self._threads:
+            raise RuntimeError("the WSGI thread pool is not running (the server has stopped)")
+        receive = cycle.receive
+        environ["wsgi.input"] = body = InputStream(receive, loop, None)
+        call = Call(self.app, environ, body, receive, cycle.send, loop)
+        self._jobs.put((cycle._wsgi_settled, cycle._wsgi_failed, contextvars.copy_context(), call))
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -112,7 +143,8 @@ class Bridge:
             raise RuntimeError("the WSGI thread pool is not running (the server has stopped)")
         future: asyncio.Future[Answer | None] = loop.create_future()
         # The request's context (its id, for log lines) goes with it into the thread.
-        self._jobs.put((future, contextvars.copy_context(), call))
+        settle, fail = functools.partial(_settled, future), functools.partial(_failed, future)
+        self._jobs.put((settle, fail, contextvars.copy_context(), call))
         answer = await future
         if answer is not None:
             status, headers, content = answer
@@ -128,22 +160,16 @@ class Bridge:
         if root_bytes and raw_path.startswith(root_bytes):
             raw_path = raw_path[len(root_bytes) :]
         server = scope.get("server") or ("localhost", 80)
-        environ: dict[str, Any] = {
-            "REQUEST_METHOD": scope["method"],
-            "SCRIPT_NAME": root_bytes.decode("latin-1"),
-            "PATH_INFO": unquote_to_bytes(raw_path).decode("latin-1"),
-            "QUERY_STRING": scope["query_string"].decode("latin-1"),
-            "SERVER_NAME": str(server[0]),
-            "SERVER_PORT": str(server[1]) if server[1] is not None else "0",
-            "SERVER_PROTOCOL": "HTTP/" + scope["http_version"],
-            "wsgi.version": (1, 0),
-            "wsgi.url_scheme": scope["scheme"],
-            "wsgi.errors": self.errors,
-            "wsgi.multithread": True,
-            "wsgi.multiprocess": True,
-            "wsgi.run_once": False,
-            "wsgi.file_wrapper": FileWrapper,
-        }
+        environ = self.template(root)
+        environ.update(
+            REQUEST_METHOD=scope["method"],
+            PATH_INFO=unquote_to_bytes(raw_path).decode("latin-1"),
+            QUERY_STRING=scope["query_string"].decode("latin-1"),
+            SERVER_NAME=str(server[0]),
+            SERVER_PORT=str(server[1]) if server[1] is not None else "0",
+            SERVER_PROTOCOL="HTTP/" + scope["http_version"],
+        )
+        environ["wsgi.url_scheme"] = scope["scheme"]
         client = scope.get("client")
         if client:
             environ["REMOTE_ADDR"] = client[0]
@@ -174,7 +200,8 @@ def _has_body(environ: dict[str, Any]) -> bool:
 
 
 Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
-Job = tuple["asyncio.Future[Answer | None]", contextvars.Context, "Call"]
+# What the thread calls on the loop with the job's outcome, the context it runs in, the call.
+Job = tuple[Callable[[Any], None], Callable[[BaseException], None], contextvars.Context, "Call"]
 
 
 def _settled(future: asyncio.Future[Answer | None], result: Answer | None) -> None:
@@ -368,6 +395,13 @@ class WsgiApp(AsgiApp):
     def websocket_entry(self) -> Any:
         """None: WSGI has no WebSockets (an upgrade request is a plain request)."""
         return None
+
+    def wsgi_entry(
+        self, root_path: str
+    ) -> tuple[Callable[[dict[str, Any], _core.AsgiCycle], None], dict[str, Any]]:
+        """The bridge's ``submit`` and environ template: requests without a body go
+        from the core to the pool directly."""
+        return self.bridge.submit, self.bridge.template(root_path)
 
     async def startup(self) -> None:
         """Starts the thread pool, then veter's own startup hooks (WSGI has no lifespan)."""

@@ -4,11 +4,13 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
+use pyo3::exceptions::asyncio::CancelledError;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::{Answer, Cycle, Ending, Reply, State};
+use crate::asgi::environ::{self, Wsgi};
 use crate::asgi::{scope, Asgi};
 use crate::body_stream::BodyStream;
 use crate::http1::encode::Framing;
@@ -25,13 +27,8 @@ pub struct AsgiDone {
 #[pymethods]
 impl AsgiDone {
     fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
-        let cycle = self.cycle.get();
-        cycle.disp.overload.finished(py);
-        let ended = cycle.task_ended(py, task);
-        if let Ok(mut conn) = cycle.conn.bind(py).try_borrow_mut() {
-            conn.cycles.retain(|c| !c.is(&self.cycle));
-        }
-        ended
+        let failure = task_failure(py, task)?;
+        Cycle::finish(&self.cycle, py, failure)
     }
 }
 
@@ -49,6 +46,9 @@ impl Connection {
             Body::Stream(stream) => Some(stream.clone_ref(py)),
             _ => None,
         };
+        if let (Some(wsgi), None) = (&asgi.wsgi, &body) {
+            return self.call_wsgi(py, disp, wsgi, request, framing);
+        }
         let Some((scope, cycle)) = self.new_cycle(py, asgi, &request, framing, body)? else {
             return Ok(());
         };
@@ -70,7 +70,9 @@ impl Connection {
                 return Ok(());
             }
         };
-        let finished = task.call_method0("done")?.is_truthy()?;
+        // A task not started eagerly (Python 3.11) has not run yet: no need to ask.
+        let finished = self.task_kwargs.is_some()
+            && task.call_method0(pyo3::intern!(py, "done"))?.is_truthy()?;
         let stash = cycle.get().locked().stash.take();
         match stash {
             Some(answer) => self.asgi_emit(py, answer, &request),
@@ -91,7 +93,7 @@ impl Connection {
         }
         self.disp.overload.started(py);
         task.call_method1(
-            "add_done_callback",
+            pyo3::intern!(py, "add_done_callback"),
             (Py::new(
                 py,
                 AsgiDone {
@@ -149,6 +151,47 @@ impl Connection {
         Ok(kwargs)
     }
 
+    /// A hosted WSGI app's request without a body: its environ and cycle go to
+    /// the bridge's thread pool (`Bridge.submit`), and the answer comes back from
+    /// the thread in one hop (`AsgiCycle._wsgi_settled`); no asyncio task.
+    fn call_wsgi(
+        &mut self,
+        py: Python<'_>,
+        disp: &Shared,
+        wsgi: &Wsgi,
+        request: Py<Request>,
+        framing: Framing,
+    ) -> PyResult<()> {
+        let Some(place) = self.wsgi_place.as_deref() else {
+            return Ok(());
+        };
+        let environ = environ::environ(py, wsgi, request.get(), place)?;
+        let Some(cycle) = self.make_cycle(py, &request, framing, None, None)? else {
+            return Ok(());
+        };
+        // The request (and its id) goes with the job into the thread's context.
+        let current = CurrentRequest::enter(disp, request.bind(py))?;
+        let submitted = wsgi.submit.bind(py).call1((environ, cycle.clone_ref(py)));
+        drop(current);
+        if let Err(err) = submitted {
+            self.emit_error(py, &request, err, framing);
+            return Ok(());
+        }
+        // The cycle stands for the job where a task would: the deadline "cancels"
+        // it (`AsgiCycle.cancel`), and its 504 takes the slot.
+        let running = Running {
+            task: cycle.clone_ref(py).into_any(),
+            framing,
+            request,
+            core_answer: false,
+        };
+        let seq = self.core.reserve(running, Instant::now());
+        cycle.get().locked().seq = Some(seq);
+        self.disp.overload.started(py);
+        self.cycles.push(cycle);
+        Ok(())
+    }
+
     fn new_cycle<'py>(
         &self,
         py: Python<'py>,
@@ -157,14 +200,28 @@ impl Connection {
         framing: Framing,
         body: Option<Py<BodyStream>>,
     ) -> PyResult<Option<(Bound<'py, PyDict>, Py<Cycle>)>> {
-        let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
-            return Ok(None);
-        };
         let Some(server) = self.asgi_place.as_ref().map(|(_, s)| s.bind(py)) else {
             return Ok(None);
         };
         let place = self.scope_place(py, request.get(), server)?;
         let scope = scope::http(py, asgi, request.get(), &place)?;
+        let cycle = self.make_cycle(py, request, framing, body, Some(&scope))?;
+        Ok(cycle.map(|cycle| (scope, cycle)))
+    }
+
+    /// The cycle of `request` (None: the connection is gone). `scope` is kept when
+    /// metrics are on, for the path template the app's router may name there.
+    fn make_cycle(
+        &self,
+        py: Python<'_>,
+        request: &Py<Request>,
+        framing: Framing,
+        body: Option<Py<BodyStream>>,
+        scope: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Option<Py<Cycle>>> {
+        let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
+            return Ok(None);
+        };
         let watched = match &self.disp.metrics {
             Some(metrics) => {
                 // Counted by method, unless the app's router names a template (`send`).
@@ -172,7 +229,7 @@ impl Connection {
                 let head = &req.parts.buf.bind(py).as_bytes()[req.parts.base..];
                 let method = String::from_utf8_lossy(&head[req.parts.method.clone()]);
                 req.exchange.set_route(metrics.named(&method));
-                Some(scope.clone().unbind())
+                scope.map(|s| s.clone().unbind())
             }
             None => None,
         };
@@ -199,7 +256,7 @@ impl Connection {
                 }),
             },
         )?;
-        Ok(Some((scope, cycle)))
+        Ok(Some(cycle))
     }
 
     /// The app's task ended in its eager start: what it did not answer is answered now.
@@ -373,10 +430,11 @@ impl Connection {
 
 /// What a finished task raised (a cancelled task: `CancelledError`), or None.
 pub(super) fn task_failure(py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<Option<PyErr>> {
-    if task.call_method0("cancelled")?.is_truthy()? {
-        let cancelled = py.import("asyncio")?.getattr("CancelledError")?;
-        return Ok(Some(PyErr::from_value(cancelled.call0()?)));
+    // One call: `exception()` raises `CancelledError` for a cancelled task.
+    match task.call_method0(pyo3::intern!(py, "exception")) {
+        Ok(exc) if exc.is_none() => Ok(None),
+        Ok(exc) => Ok(Some(PyErr::from_value(exc))),
+        Err(err) if err.is_instance_of::<CancelledError>(py) => Ok(Some(err)),
+        Err(err) => Err(err),
     }
-    let exc = task.call_method0("exception")?;
-    Ok((!exc.is_none()).then(|| PyErr::from_value(exc)))
 }

@@ -1,18 +1,32 @@
-//! The end of a hosted app's task (`AsgiDone`): what it left unanswered or
+//! The end of a hosted app's task (`AsgiDone`) or WSGI job: what it left unanswered or
 //! unfinished, and its failure in the log.
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use super::connection::task_failure;
 use super::{Cycle, Ending, Reply};
 use crate::protocol::Connection;
 
 impl Cycle {
-    /// The app's task ended: an answer it never made is a 500, a stream it did
-    /// not finish is cut.
-    pub(super) fn task_ended(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
-        let failure = task_failure(py, task)?;
+    /// The app's run ended (its task, or a WSGI app's job in its thread), with
+    /// `failure` when it raised; the worker's count of running requests drops and
+    /// the connection forgets the cycle.
+    pub(super) fn finish(
+        cycle: &Py<Cycle>,
+        py: Python<'_>,
+        failure: Option<PyErr>,
+    ) -> PyResult<()> {
+        let this = cycle.get();
+        this.disp.overload.finished(py);
+        let ended = this.ended(py, failure);
+        if let Ok(mut conn) = this.conn.bind(py).try_borrow_mut() {
+            conn.cycles.retain(|c| !c.is(cycle));
+        }
+        ended
+    }
+
+    /// An answer the app never made is a 500, a stream it did not finish is cut.
+    fn ended(&self, py: Python<'_>, failure: Option<PyErr>) -> PyResult<()> {
         let (reply, writer, seq, gone) = {
             let mut state = self.locked();
             let reply = std::mem::replace(&mut state.reply, Reply::Done);
