@@ -46,6 +46,14 @@ impl Ready {
     }
 }
 
+/// The one `Ready` of None: it holds nothing else, so every `await send(...)` of a
+/// hosted app can share it instead of making one.
+static NONE: pyo3::sync::PyOnceLock<Py<Ready>> = pyo3::sync::PyOnceLock::new();
+
 pub fn ready(py: Python<'_>, value: Py<PyAny>) -> PyResult<Py<Ready>> {
+    if value.is_none(py) {
+        let none = NONE.get_or_try_init(py, || Py::new(py, Ready { value }))?;
+        return Ok(none.clone_ref(py));
+    }
     Py::new(py, Ready { value })
 }

@@ -180,17 +180,57 @@ pub(super) fn method<'py>(py: Python<'py>, raw: &[u8]) -> Bound<'py, PyString> {
 /// `[(name, value), ...]` as received, names lowercased (bytes, per the spec).
 fn headers<'py>(py: Python<'py>, request: &Request, head: &[u8]) -> PyResult<Bound<'py, PyList>> {
     let spans = &request.parts.headers;
-    let list = PyList::empty(py);
+    let mut pairs = Vec::with_capacity(spans.len());
     for span in spans {
         let name = &head[span.name.clone()];
-        let name = PyBytes::new_with(py, name.len(), |out| {
-            for (o, b) in out.iter_mut().zip(name) {
-                *o = b.to_ascii_lowercase();
-            }
-            Ok(())
-        })?;
+        let name = match common_name(py, name)? {
+            Some(known) => known,
+            None => PyBytes::new_with(py, name.len(), |out| {
+                for (o, b) in out.iter_mut().zip(name) {
+                    *o = b.to_ascii_lowercase();
+                }
+                Ok(())
+            })?,
+        };
         let value = PyBytes::new(py, &head[span.value.clone()]);
-        list.append(PyTuple::new(py, [name.into_any(), value.into_any()])?)?;
+        pairs.push(PyTuple::new(py, [name.into_any(), value.into_any()])?);
     }
-    Ok(list)
+    PyList::new(py, pairs)
+}
+
+/// The names most requests carry, lowercased once per worker: shared by every
+/// scope instead of made per request.
+const COMMON_NAMES: [&[u8]; 12] = [
+    b"host",
+    b"user-agent",
+    b"accept",
+    b"accept-encoding",
+    b"accept-language",
+    b"connection",
+    b"content-type",
+    b"content-length",
+    b"cookie",
+    b"x-forwarded-for",
+    b"x-request-id",
+    b"authorization",
+];
+
+static COMMON: pyo3::sync::PyOnceLock<Vec<Py<PyBytes>>> = pyo3::sync::PyOnceLock::new();
+
+fn common_name<'py>(py: Python<'py>, name: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let Some(i) = COMMON_NAMES
+        .iter()
+        .position(|known| known.eq_ignore_ascii_case(name))
+    else {
+        return Ok(None);
+    };
+    let common = COMMON.get_or_try_init(py, || {
+        Ok::<_, PyErr>(
+            COMMON_NAMES
+                .iter()
+                .map(|n| PyBytes::new(py, n).unbind())
+                .collect(),
+        )
+    })?;
+    Ok(Some(common[i].bind(py).clone()))
 }
