@@ -1,11 +1,14 @@
 """``WsgiApp``: a WSGI app (PEP 3333: Flask, Django's ``get_wsgi_application()``...)
 served by veter on its hosted ASGI path.
 
-The core calls ``Bridge`` for each request as it calls a hosted ASGI app (the
-``http`` scope, ``receive`` and ``send`` are the core's); the bridge makes the
-``environ`` and runs the app in a bounded pool of ``threads`` threads: the event
-loop never runs the app's code, so a blocking call (a database driver, a sleep)
-holds one thread, not the worker.
+A request without a body (most of them) comes from the core with its ``environ``
+built already (``Bridge.submit``; src/asgi/environ.rs) and its answer goes back to
+the request's cycle in one hop. A request with a body is an ASGI call of
+``Bridge`` (the ``http`` scope, ``receive`` and ``send`` are the core's): the
+bridge makes the same ``environ`` from the scope and fetches the body's first
+piece on the loop. Either way the app runs in a bounded pool of ``threads``
+threads: the event loop never runs the app's code, so a blocking call (a
+database driver, a sleep) holds one thread, not the worker.
 
 An answer whose end the bridge knows (a list, or as many bytes as the app's
 ``Content-Length`` says) comes back to the loop in one hop and is written with a
