@@ -26,20 +26,21 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 
 
 def stream(loop: asyncio.AbstractEventLoop, pieces: list[bytes], *, cut: bool = False) -> InputStream:
-    """An InputStream over ``pieces`` (the first handed over at once, as the bridge
-    does); ``cut``: the client leaves after the last piece."""
+    """An InputStream over ``pieces`` (the first handed over as an awaitable, as
+    the bridge does with one the body is not in yet); ``cut``: the client leaves
+    after the last piece."""
     messages: list[dict[str, Any]] = [
         {"type": "http.request", "body": p, "more_body": i < len(pieces) - 1 or cut}
         for i, p in enumerate(pieces)
     ]
     if cut:
         messages.append({"type": "http.disconnect"})
-    first, rest = messages[0], iter(messages[1:])
+    rest = iter(messages)
 
     async def receive() -> dict[str, Any]:
         return next(rest)
 
-    return InputStream(receive, loop, first)
+    return InputStream(receive, loop, receive())
 
 
 BODY = [b"ab", b"c\nde", b"", b"f\n\ng", b"hij"]

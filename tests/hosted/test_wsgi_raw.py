@@ -5,6 +5,7 @@ raw sockets: the environ, ``wsgi.input``, ``write``, ``exc_info``, streaming,
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 from collections.abc import Iterator
@@ -92,9 +93,8 @@ def test_environ(client: httpx.Client) -> None:
 
 
 def test_environ_alike_with_and_without_body(client: httpx.Client) -> None:
-    # Without a body the core builds the environ and hands the request to the pool
-    # itself; with one the bridge builds it from the ASGI scope: the app must not
-    # tell them apart.
+    # The core builds both environs from the parsed head; a body adds its
+    # CONTENT_* keys and nothing else.
     headers = [
         (b"X-Dup", b"a"),
         (b"X-Dup", b"b"),
@@ -127,6 +127,23 @@ def test_input_lines_content_length_and_chunked(client: httpx.Client) -> None:
             yield body[i : i + 7001]
 
     assert client.post("/echo", content=chunks()).json() == expected
+
+
+def test_body_sent_after_100_continue(server: Proc) -> None:
+    # The body is not in the core when the app starts: the thread's first read
+    # waits for it on the loop (the interim answer goes out when it is asked for).
+    assert server.port is not None
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\nExpect: 100-continue\r\n\r\n")
+        interim = sock.recv(1024)
+        assert interim.startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        sock.sendall(b"one\ntwo\n")
+        data = interim[25:]
+        while not data.endswith(b"]"):
+            data += sock.recv(1024)
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK")
+    assert json.loads(body) == ["one\n", "two\n"]
 
 
 def test_write_callable(client: httpx.Client) -> None:

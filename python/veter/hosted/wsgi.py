@@ -1,12 +1,10 @@
 """``WsgiApp``: a WSGI app (PEP 3333: Flask, Django's ``get_wsgi_application()``...)
 served by veter on its hosted ASGI path.
 
-A request without a body (most of them) comes from the core with its ``environ``
-built already (``Bridge.submit``; src/asgi/environ.rs) and its answer goes back to
-the request's cycle in one hop. A request with a body is an ASGI call of
-``Bridge`` (the ``http`` scope, ``receive`` and ``send`` are the core's): the
-bridge makes the same ``environ`` from the scope and fetches the body's first
-piece on the loop. Either way the app runs in a bounded pool of ``threads``
+Each request comes from the core with its ``environ`` built already
+(``Bridge.submit``; src/asgi/environ.rs) and its answer goes back to the
+request's cycle in one hop; a body is read through the cycle's ``receive``, its
+first piece taken on the loop. The app runs in a bounded pool of ``threads``
 threads: the event loop never runs the app's code, so a blocking call (a
 database driver, a sleep) holds one thread, not the worker.
 
@@ -22,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import logging
 import queue
 import threading
@@ -30,7 +27,6 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
-from urllib.parse import unquote_to_bytes
 
 from veter import _core
 from veter.app import App
@@ -49,27 +45,9 @@ ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
 StartResponse = Callable[..., Callable[[bytes], None]]
 WsgiCallable = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
-# Header names the environ gives under their own keys, and the rest's keys, made once.
-_KEYS: dict[bytes, str] = {b"content-type": "CONTENT_TYPE", b"content-length": "CONTENT_LENGTH"}
-
-
-def _key(name: bytes) -> str | None:
-    key = _KEYS.get(name)
-    if key is None:
-        if b"_" in name:
-            # HTTP_X_FOO cannot tell "x-foo" from "x_foo": a client could pass a header
-            # for one that a proxy in front only filters as the other (gunicorn and
-            # nginx drop these too).
-            return None
-        key = "HTTP_" + name.decode("latin-1").upper().replace("-", "_")
-        if len(_KEYS) < 1024:
-            _KEYS[name] = key
-    return key
-
 
 class Bridge:
-    """The ASGI callable the core runs for a WSGI app's requests with a body, and
-    the pool the core hands those without one to (``submit``)."""
+    """The thread pool the core hands a WSGI app's requests to (``submit``)."""
 
     def __init__(self, app: WsgiCallable) -> None:
         self.app = app
@@ -89,7 +67,7 @@ class Bridge:
 
     def template(self, root_path: str) -> dict[str, Any]:
         """The dict the core copies each environ from (it writes the request's own
-        keys into the copy, as ``environ`` does below)."""
+        keys into the copy: src/asgi/environ.rs)."""
         return {"SCRIPT_NAME": root_path.encode().decode("latin-1"), **self._static}
 
     def start(self, threads: int) -> None:
@@ -121,75 +99,25 @@ class Bridge:
                 call.loop.call_soon_threadsafe(settle, result)
 
     def submit(self, environ: dict[str, Any], cycle: _core.AsgiCycle) -> None:
-        """Runs the app on a request without a body, whose ``environ`` the core
-        built: called by the core on the loop, in the request's context. The
-        thread hands the answer to ``cycle`` (or streams it through its ``send``)."""
+        """Runs the app on a request whose ``environ`` the core built: called by
+        the core on the loop, in the request's context. The thread hands the
+        answer to ``cycle`` (or streams it through its ``send``)."""
         loop = self._loop
         if loop is None or not self._threads:
             raise RuntimeError("the WSGI thread pool is not running (the server has stopped)")
         receive = cycle.receive
-        environ["wsgi.input"] = body = InputStream(receive, loop, None)
+        # The first piece of a body is asked for here, on the loop: a small body is
+        # in the core already, and the thread need not come back for it.
+        first = receive() if _has_body(environ) else None
+        environ["wsgi.input"] = body = InputStream(receive, loop, first)
         call = Call(self.app, environ, body, receive, cycle.send, loop)
         self._jobs.put((cycle._wsgi_settled, cycle._wsgi_failed, contextvars.copy_context(), call))
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            raise RuntimeError(f"a WSGI app serves HTTP requests, not {scope['type']!r} ones")
-        loop = asyncio.get_running_loop()
-        environ = self.environ(scope)
-        # The first piece of a body is fetched here, on the loop: a small body is in
-        # the core already and the thread need not come back for it.
-        first = await receive() if _has_body(environ) else None
-        environ["wsgi.input"] = body = InputStream(receive, loop, first)
-        call = Call(self.app, environ, body, receive, send, loop)
-        if not self._threads:
-            raise RuntimeError("the WSGI thread pool is not running (the server has stopped)")
-        future: asyncio.Future[Answer | None] = loop.create_future()
-        # The request's context (its id, for log lines) goes with it into the thread.
-        settle, fail = functools.partial(_settled, future), functools.partial(_failed, future)
-        self._jobs.put((settle, fail, contextvars.copy_context(), call))
-        answer = await future
-        if answer is not None:
-            status, headers, content = answer
-            await send({"type": "http.response.start", "status": status, "headers": headers})
-            await send({"type": "http.response.body", "body": content})
-
-    def environ(self, scope: Message) -> dict[str, Any]:
-        """PEP 3333's environ for an ``http`` scope (strings are "native strings":
-        bytes as latin-1)."""
-        root = scope.get("root_path", "")
-        raw_path: bytes = scope["raw_path"]
-        root_bytes = root.encode()
-        if root_bytes and raw_path.startswith(root_bytes):
-            raw_path = raw_path[len(root_bytes) :]
-        server = scope.get("server") or ("localhost", 80)
-        environ = self.template(root)
-        environ.update(
-            REQUEST_METHOD=scope["method"],
-            PATH_INFO=unquote_to_bytes(raw_path).decode("latin-1"),
-            QUERY_STRING=scope["query_string"].decode("latin-1"),
-            SERVER_NAME=str(server[0]),
-            SERVER_PORT=str(server[1]) if server[1] is not None else "0",
-            SERVER_PROTOCOL="HTTP/" + scope["http_version"],
-        )
-        environ["wsgi.url_scheme"] = scope["scheme"]
-        client = scope.get("client")
-        if client:
-            environ["REMOTE_ADDR"] = client[0]
-            environ["REMOTE_PORT"] = str(client[1])
-        request_id = scope.get("state", {}).get("request_id")
-        if request_id:
-            environ["veter.request_id"] = request_id
-        for name, value in scope["headers"]:
-            key = _key(name)
-            if key is None:
-                continue
-            text = value.decode("latin-1")
-            if key in environ:
-                environ[key] += ("; " if key == "HTTP_COOKIE" else ",") + text
-            else:
-                environ[key] = text
-        return environ
+        """Never called by the core, which hands each request of a WSGI app to
+        ``submit`` with the environ it built (``AsgiApp`` holds an ASGI callable:
+        this one says so if anything else calls it)."""
+        raise RuntimeError("a WSGI app is served through Bridge.submit, not as an ASGI app")
 
 
 def _has_body(environ: dict[str, Any]) -> bool:
@@ -205,16 +133,6 @@ def _has_body(environ: dict[str, Any]) -> bool:
 Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
 # What the thread calls on the loop with the job's outcome, the context it runs in, the call.
 Job = tuple[Callable[[Any], None], Callable[[BaseException], None], contextvars.Context, "Call"]
-
-
-def _settled(future: asyncio.Future[Answer | None], result: Answer | None) -> None:
-    if not future.done():  # not cancelled by the deadline
-        future.set_result(result)
-
-
-def _failed(future: asyncio.Future[Answer | None], exc: BaseException) -> None:
-    if not future.done():
-        future.set_exception(exc)
 
 
 class Call:

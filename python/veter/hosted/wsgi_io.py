@@ -16,6 +16,8 @@ import stat
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import IO, Any
 
+from veter import _core
+
 __all__ = ["ClientDisconnected", "ErrorStream", "FileWrapper", "InputStream"]
 
 Message = MutableMapping[str, Any]
@@ -38,15 +40,21 @@ class InputStream:
         self,
         receive: Callable[[], Awaitable[Message]],
         loop: asyncio.AbstractEventLoop,
-        first: Message | None,
+        first: Awaitable[Message] | None,
     ) -> None:
+        """``first`` is what ``receive()`` gave on the loop for the body's first
+        piece (None: there is no body). A ``Ready`` is taken now; anything else is
+        awaited on the loop when the app first reads."""
         self._receive = receive
         self._loop = loop
         self._buf = bytearray()
         self._pos = 0
         self._done = first is None
-        if first is not None:
-            self._take(first)
+        self._waiting: Awaitable[Message] | None = None
+        if isinstance(first, _core.Ready):
+            self._take(first.value)
+        elif first is not None:
+            self._waiting = first
 
     def _take(self, message: Message) -> None:
         if message["type"] == "http.disconnect":
@@ -67,7 +75,8 @@ class InputStream:
         return True
 
     async def _next(self) -> Message:
-        return await self._receive()
+        waiting, self._waiting = self._waiting, None
+        return await (waiting if waiting is not None else self._receive())
 
     @property
     def exhausted(self) -> bool:

@@ -46,8 +46,8 @@ impl Connection {
             Body::Stream(stream) => Some(stream.clone_ref(py)),
             _ => None,
         };
-        if let (Some(wsgi), None) = (&asgi.wsgi, &body) {
-            return self.call_wsgi(py, disp, wsgi, request, framing);
+        if let Some(wsgi) = &asgi.wsgi {
+            return self.call_wsgi(py, disp, wsgi, request, framing, body);
         }
         let Some((scope, cycle)) = self.new_cycle(py, asgi, &request, framing, body)? else {
             return Ok(());
@@ -151,9 +151,10 @@ impl Connection {
         Ok(kwargs)
     }
 
-    /// A hosted WSGI app's request without a body: its environ and cycle go to
-    /// the bridge's thread pool (`Bridge.submit`), and the answer comes back from
-    /// the thread in one hop (`AsgiCycle._wsgi_settled`); no asyncio task.
+    /// A hosted WSGI app's request: its environ and cycle go to the bridge's
+    /// thread pool (`Bridge.submit`; the thread reads a body through the cycle's
+    /// `receive`), and the answer comes back from the thread in one hop
+    /// (`AsgiCycle._wsgi_settled`); no asyncio task.
     fn call_wsgi(
         &mut self,
         py: Python<'_>,
@@ -161,12 +162,13 @@ impl Connection {
         wsgi: &Wsgi,
         request: Py<Request>,
         framing: Framing,
+        body: Option<Py<BodyStream>>,
     ) -> PyResult<()> {
         let Some(place) = self.wsgi_place.as_deref() else {
             return Ok(());
         };
         let environ = environ::environ(py, wsgi, request.get(), place)?;
-        let Some(cycle) = self.make_cycle(py, &request, framing, None, None)? else {
+        let Some(cycle) = self.make_cycle(py, &request, framing, body, None)? else {
             return Ok(());
         };
         // The request (and its id) goes with the job into the thread's context.
