@@ -119,6 +119,32 @@ impl BodyStream {
         state.buffered > HIGH
     }
 
+    /// The body's last bytes and its end (`None`) or failure. An ASGI reader
+    /// waiting for the next message gets the last piece with `more_body` false,
+    /// not the piece and then an empty last message a loop trip later.
+    pub fn push_last(&self, py: Python<'_>, bytes: Vec<u8>, failure: Option<(u16, String)>) {
+        if failure.is_none() && !bytes.is_empty() {
+            let mut state = self.locked();
+            let waiting = state.messages
+                && matches!(state.end, End::Open)
+                && state.waiter.as_ref().is_some_and(|w| !is_done(py, w));
+            if waiting {
+                let waiter = state.waiter.take();
+                state.end = End::Done;
+                state.conn = None;
+                state.told_end = true;
+                drop(state);
+                let message = request_message(py, PyBytes::new(py, &bytes).into_any(), false);
+                if let (Some(waiter), Ok(message)) = (waiter, message) {
+                    let _ = waiter.call_method1(py, "set_result", (message,));
+                }
+                return;
+            }
+        }
+        self.push(py, bytes);
+        self.finish(py, failure);
+    }
+
     /// The body ended (`None`) or failed.
     pub fn finish(&self, py: Python<'_>, failure: Option<(u16, String)>) {
         let mut state = self.locked();

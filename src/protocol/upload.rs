@@ -79,12 +79,11 @@ impl Connection {
         end: &Result<(), ParseError>,
         upload: Upload,
     ) {
-        let stream = upload.stream.get();
-        stream.push(py, bytes);
-        match end {
-            Ok(()) => stream.finish(py, None),
-            Err(e) => stream.finish(py, Some((e.status(), e.reason().to_owned()))),
-        }
+        let failure = end
+            .as_ref()
+            .err()
+            .map(|e| (e.status(), e.reason().to_owned()));
+        upload.stream.get().push_last(py, bytes, failure);
     }
 
     /// True when `parts` is a request whose streamed body was not read to its end

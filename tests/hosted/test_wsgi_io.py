@@ -78,6 +78,34 @@ def test_no_body(loop: asyncio.AbstractEventLoop) -> None:
     assert (s.read(), s.readline(), s.read(10)) == (b"", b"", b"")
 
 
+def test_first_piece_arrived_is_read_without_the_loop(loop: asyncio.AbstractEventLoop) -> None:
+    # What the bridge hands over once the body's first piece is in the core: a
+    # done future. Only the pieces after it are fetched from the loop.
+    fetched: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        fetched.append(b"two")
+        return {"type": "http.request", "body": b"two", "more_body": False}
+
+    first: asyncio.Future[dict[str, Any]] = loop.create_future()
+    first.set_result({"type": "http.request", "body": b"one ", "more_body": True})
+    s = InputStream(receive, loop, first)
+    assert s.read(4) == b"one " and fetched == []
+    assert s.read() == b"two" and fetched == [b"two"]
+
+
+def test_client_gone_before_the_body_is_the_first_read_s_error(loop: asyncio.AbstractEventLoop) -> None:
+    first: asyncio.Future[dict[str, Any]] = loop.create_future()
+    first.set_result({"type": "http.disconnect"})
+
+    async def receive() -> dict[str, Any]:
+        raise AssertionError("nothing more is fetched")
+
+    s = InputStream(receive, loop, first)  # not raised here, on the loop
+    with pytest.raises(ClientDisconnected):
+        s.read()
+
+
 def test_client_leaving_mid_body_is_an_error(loop: asyncio.AbstractEventLoop) -> None:
     s = stream(loop, [b"abc"], cut=True)
     assert s.read(3) == b"abc"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 import queue
 import threading
@@ -105,10 +106,43 @@ class Bridge:
         loop = self._loop
         if loop is None or not self._threads:
             raise RuntimeError("the WSGI thread pool is not running (the server has stopped)")
+        first = cycle.receive() if _has_body(environ) else None
+        if isinstance(first, asyncio.Future) and not first.done():
+            # The body's first piece is not in the core yet (its bytes come after
+            # the head, in the same read or a later one): the job joins the pool
+            # when it is, so no thread waits for it and none makes a trip for it.
+            first.add_done_callback(functools.partial(self._body_arrived, environ, cycle, loop))
+        else:
+            self._queue(environ, cycle, first, loop)
+
+    def _body_arrived(
+        self,
+        environ: dict[str, Any],
+        cycle: _core.AsgiCycle,
+        loop: asyncio.AbstractEventLoop,
+        first: asyncio.Future[Message],
+    ) -> None:
+        try:
+            failed = asyncio.CancelledError() if first.cancelled() else first.exception()
+            if failed is not None:
+                # The body failed before it began (over its limit, too slow): the
+                # request ends as if the app had raised it, as a read would.
+                cycle._wsgi_failed(failed)
+                return
+            self._queue(environ, cycle, first, loop)
+        except BaseException as exc:  # noqa: BLE001 - the request answers it (500)
+            cycle._wsgi_failed(exc)
+
+    def _queue(
+        self,
+        environ: dict[str, Any],
+        cycle: _core.AsgiCycle,
+        first: Awaitable[Message] | None,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        if not self._threads:
+            raise RuntimeError("the WSGI thread pool is not running (the server has stopped)")
         receive = cycle.receive
-        # The first piece of a body is asked for here, on the loop: a small body is
-        # in the core already, and the thread need not come back for it.
-        first = receive() if _has_body(environ) else None
         environ["wsgi.input"] = body = InputStream(receive, loop, first)
         call = Call(self.app, environ, body, receive, cycle.send, loop)
         self._jobs.put((cycle._wsgi_settled, cycle._wsgi_failed, contextvars.copy_context(), call))

@@ -43,16 +43,26 @@ class InputStream:
         first: Awaitable[Message] | None,
     ) -> None:
         """``first`` is what ``receive()`` gave on the loop for the body's first
-        piece (None: there is no body). A ``Ready`` is taken now; anything else is
-        awaited on the loop when the app first reads."""
+        piece (None: there is no body). A ``Ready``, or a future that is done, is
+        held and read without a trip to the loop; anything else is awaited on the
+        loop when the app first reads. Nothing is raised here: a client that left
+        is the app's first read's ``ClientDisconnected``."""
         self._receive = receive
         self._loop = loop
         self._buf = bytearray()
         self._pos = 0
         self._done = first is None
+        self._held: Message | None = None
         self._waiting: Awaitable[Message] | None = None
         if isinstance(first, _core.Ready):
-            self._take(first.value)
+            self._held = first.value
+        elif (
+            isinstance(first, asyncio.Future)
+            and first.done()
+            and not first.cancelled()
+            and first.exception() is None
+        ):
+            self._held = first.result()
         elif first is not None:
             self._waiting = first
 
@@ -64,14 +74,17 @@ class InputStream:
         self._done = not message.get("more_body", False)
 
     def _fill(self) -> bool:
-        """One more message from the loop; False at the end of the body."""
+        """One more message (from the loop unless held); False at the end of the body."""
         if self._done:
             return False
         if self._pos:
             del self._buf[: self._pos]
             self._pos = 0
-        future = asyncio.run_coroutine_threadsafe(self._next(), self._loop)
-        self._take(future.result())
+        if self._held is not None:
+            message, self._held = self._held, None
+        else:
+            message = asyncio.run_coroutine_threadsafe(self._next(), self._loop).result()
+        self._take(message)
         return True
 
     async def _next(self) -> Message:
