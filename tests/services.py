@@ -375,3 +375,10 @@ http {{
 
     def errors(self) -> str:
         return _tail(self.root / "error.log")
+
+    def error_lines(self) -> list[str]:
+        """Every line of the error log (``errors`` is its tail)."""
+        try:
+            return (self.root / "error.log").read_text(errors="replace").splitlines()
+        except OSError:
+            return []

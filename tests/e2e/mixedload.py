@@ -35,6 +35,7 @@ class Outcome:
     error: str | None  # None: a 2xx answer with the right body
     pid: int | None = None  # the worker that answered, when the body starts "pid=N"
     latency: float = 0.0  # seconds from when it was due to its answer (or failure)
+    number: int = -1  # the request's ``i``: its query string (``?i=N``) names it in logs
 
 
 @dataclass
@@ -199,7 +200,7 @@ class MixedLoad:
             error = f"{type(exc).__name__}: {exc}"
         if error is not None and conn is not None:
             conn.close()
-        self.report.add(Outcome(due, method, error, pid, time.monotonic() - due))
+        self.report.add(Outcome(due, method, error, pid, time.monotonic() - due, i))
 
     async def _connection(self, *, fresh: bool) -> _Conn:
         now = time.monotonic()
@@ -219,7 +220,7 @@ class MixedLoad:
             payload = b""
         else:
             payload = f"request {i} ".encode() + b"x" * 200
-            head = f"POST {self.post_path} HTTP/1.1\r\nHost: load\r\nContent-Length: {len(payload)}\r\n\r\n"
+            head = f"POST {self.post_path}?i={i} HTTP/1.1\r\nHost: load\r\nContent-Length: {len(payload)}\r\n\r\n"
             conn.writer.write(head.encode() + payload)
         await conn.writer.drain()
         head = await conn.reader.readuntil(b"\r\n\r\n")

@@ -12,6 +12,7 @@ the process model and the proxy, not the interpreter.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -30,6 +31,10 @@ APP = "tests.e2e.apps.supervised:app"
 RATE = 2500
 #: Seconds of load before anything happens: the steady state the deploy is held to.
 STEADY = 20
+#: How long after an instance's workers are gone nginx may still write a request
+#: to one of its idle keep-alive connections (it has not yet handled the close).
+#: Measured: 1.3 and 2.1 ms; one event-loop turn of nginx under this load.
+NOTICE = 0.05
 #: Seconds the rolling deploy's load lasts in all (it goes on after the deploy).
 TOTAL = 60
 
@@ -186,13 +191,43 @@ def test_a_killed_instance_costs_only_its_requests_in_flight(fleet: tuple[Nginx,
         victim.proc = victim._start()
         wait_served_by(load, victim.workers, "the restarted instance")
         report = load.stop()
-    # A request can fail only if it was in flight on the killed instance: due before
-    # its workers were gone and unanswered when the kill came.
-    late = [o for o in report.failures if not (o.started <= gone_at and o.started + o.latency >= killed_at)]
+    # A request can fail only if the kill cost it: it was in flight on the killed
+    # instance (due before its workers were gone and unanswered when the kill came),
+    # or nginx wrote it to the killed instance on an idle keep-alive connection in
+    # the moment before it saw that connection close (a POST is not resent: nginx
+    # cannot know whether it was processed). nginx's error log names the upstream
+    # of each such request, so that second kind is checked, not assumed.
     in_flight = [o for o in report.outcomes if o.started <= gone_at and o.started + o.latency >= killed_at]
+    late = [o for o in report.failures if not (o.started <= gone_at and o.started + o.latency >= killed_at)]
+    sent_to_dead = _sent_to(nginx.error_lines(), victim.port)
+    unexplained = [o for o in late if not (o.number in sent_to_dead and o.started - gone_at < NOTICE)]
     print(
-        f"\nkill -9 at {RATE} req/s: {len(report.failures)} of {len(report.outcomes)} failed, all among the "
-        f"{len(in_flight)} in flight at the kill (all instances); workers gone "
-        f"{(gone_at - killed_at) * 1000:.0f} ms after it"
+        f"\nkill -9 at {RATE} req/s: {len(report.failures)} of {len(report.outcomes)} failed: "
+        f"{len(report.failures) - len(late)} of the {len(in_flight)} in flight at the kill (all instances), "
+        f"{len(late)} written by nginx to the dead instance before it noticed (due "
+        f"{[round((o.started - gone_at) * 1000, 1) for o in late]} ms after the workers were gone); "
+        f"workers gone {(gone_at - killed_at) * 1000:.0f} ms after the kill"
     )
-    assert not late, f"failures outside the kill: {[(o.method, o.error) for o in late[:5]]}"
+    assert not unexplained, (
+        f"failures the kill does not explain: "
+        f"{[(o.method, o.number, o.error, round((o.started - gone_at) * 1000, 1)) for o in unexplained[:5]]}"
+        f" (ms after the workers were gone)\nnginx: {nginx.errors()}"
+    )
+
+
+_NGINX_FAILED = re.compile(
+    r'request: "[A-Z]+ [^ ?]*\?i=(\d+) HTTP/1\.1", upstream: "http://127\.0\.0\.1:(\d+)/'
+)
+
+
+def _sent_to(lines: list[str], port: int) -> set[int]:
+    """The numbers of the requests nginx's error log says failed at upstream ``port``
+    because the connection was reset or closed under them (not a refused connect,
+    which nginx retries elsewhere)."""
+    sent = set()
+    for line in lines:
+        match = _NGINX_FAILED.search(line)
+        reset = "reset by peer" in line or "prematurely closed" in line or "Broken pipe" in line
+        if match and reset and int(match.group(2)) == port:
+            sent.add(int(match.group(1)))
+    return sent
