@@ -7,6 +7,10 @@ function, so callgrind's counts of the two are comparable.
 The floor makes one Python call per request (``on_message_complete``) and one write
 per read; it routes nothing and builds no request object. Its count is the cost a
 framework's whole request path is compared with.
+
+``uvicorn_asgi`` is the peer of core_path.py's ``asgi`` instead: the same raw ASGI
+app served by uvicorn's httptools protocol (one task per request, as uvicorn runs
+it), driven the way core_path.py drives a request that becomes a task.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "apps"))
 from pyfloor import FloorProtocol  # type: ignore[import-not-found]
 
 REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1:40000\r\n\r\n"
-PER_READ = {"plaintext": 1, "pipelined": 16}
+PER_READ = {"plaintext": 1, "pipelined": 16, "uvicorn_asgi": 1}
 
 
 class NullTransport:
@@ -33,6 +37,46 @@ class NullTransport:
 
     def close(self) -> None:
         pass
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 1) if name in ("peername", "sockname") else default
+
+    def is_closing(self) -> bool:
+        return False
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+_TEXT_HEADERS = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"13")]
+
+
+async def _asgi_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """core_path.py's raw ASGI app."""
+    await send({"type": "http.response.start", "status": 200, "headers": _TEXT_HEADERS})
+    await send({"type": "http.response.body", "body": b"Hello, World!"})
+
+
+async def drive_uvicorn(reads: int) -> None:
+    import asyncio
+
+    from uvicorn.config import Config
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    from uvicorn.server import ServerState
+
+    config = Config(_asgi_app, http="httptools", lifespan="off", access_log=False, log_config=None)
+    state = ServerState()
+    protocol = HttpToolsProtocol(config, state, {})
+    transport: Any = NullTransport()
+    protocol.connection_made(transport)
+    data_received = protocol.data_received
+    for _ in range(reads):
+        data_received(REQUEST)
+        while state.tasks:  # the request's task: let it end
+            await asyncio.sleep(0)
 
 
 async def drive(data: bytes, reads: int) -> None:
@@ -45,8 +89,12 @@ async def drive(data: bytes, reads: int) -> None:
 def main() -> None:
     import uvloop
 
-    per_read = PER_READ[os.environ.get("SCENARIO", "plaintext")]
-    uvloop.run(drive(REQUEST * per_read, int(os.environ.get("N", "100000"))))
+    scenario = os.environ.get("SCENARIO", "plaintext")
+    reads = int(os.environ.get("N", "100000"))
+    if scenario == "uvicorn_asgi":
+        uvloop.run(drive_uvicorn(reads))
+    else:
+        uvloop.run(drive(REQUEST * PER_READ[scenario], reads))
 
 
 if __name__ == "__main__":
