@@ -89,6 +89,9 @@ pub struct Shared<C> {
     pub error_handler: Py<PyAny>,
     /// `asyncio.Task` when eager task start is available (Python 3.12+).
     pub eager_task: Option<Py<PyAny>>,
+    /// `asyncio.Task`: a handler's task is made by calling it (see
+    /// `Connection::new_task`).
+    pub task_type: Py<PyAny>,
     /// `veter.concurrency.run_deferred`, when a queue timeout may defer `def` handlers.
     pub run_deferred: Option<Py<PyAny>>,
     pub shutting_down: AtomicBool,
@@ -186,11 +189,8 @@ impl<C: Handle> Shared<C> {
             Some(flag) => flag,
             None => supports_eager,
         };
-        let eager_task = if eager {
-            Some(py.import("asyncio")?.getattr("Task")?.unbind())
-        } else {
-            None
-        };
+        let task_type = py.import("asyncio")?.getattr("Task")?.unbind();
+        let eager_task = eager.then(|| task_type.clone_ref(py));
         let run_deferred = if queue_timeout.is_some() {
             Some(
                 py.import("veter.concurrency")?
@@ -225,6 +225,7 @@ impl<C: Handle> Shared<C> {
             app,
             error_handler,
             eager_task,
+            task_type,
             run_deferred,
             shutting_down: AtomicBool::new(false),
             last_answers: AtomicBool::new(false),

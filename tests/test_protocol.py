@@ -167,6 +167,48 @@ async def test_eager_handler_costs_no_task_when_it_does_not_suspend() -> None:
     transport.close()
 
 
+async def test_a_handlers_task_is_named_for_what_it_runs() -> None:
+    app = veter.App()
+
+    @app.get("/")
+    async def handler(request: veter.Request) -> str:
+        task = asyncio.current_task()
+        return task.get_name() if task is not None else "no task"
+
+    transport, _ = await drive(app, get("/"))
+    while not transport.data:
+        await transport.changed()
+    assert parse_all(bytes(transport.data)) == ["veter-request"]
+    transport.close()
+
+
+async def test_a_loops_task_factory_makes_the_handlers_tasks() -> None:
+    """Instrumentation that wraps task creation sees every handler's task."""
+    loop = asyncio.get_running_loop()
+    made: list[asyncio.Task[Any]] = []
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        task = asyncio.Task(coro, loop=loop, **kwargs)
+        made.append(task)
+        return task
+
+    app = veter.App()
+
+    @app.get("/")
+    async def handler(request: veter.Request) -> str:
+        return "made" if asyncio.current_task() in made else "not made by the factory"
+
+    loop.set_task_factory(factory)
+    try:
+        transport, _ = await drive(app, get("/"))
+        while not transport.data:
+            await transport.changed()
+    finally:
+        loop.set_task_factory(None)
+    assert parse_all(bytes(transport.data)) == ["made"]
+    transport.close()
+
+
 async def test_async_handler_is_a_real_task() -> None:
     """asyncio.timeout, current_task, contextvars and cancellation all need a Task."""
     import contextvars

@@ -90,7 +90,12 @@ pub fn http<'py>(
         pyo3::intern!(py, "method"),
         method(py, &head[parts.method.clone()]),
     )?;
-    scope.set_item(pyo3::intern!(py, "scheme"), place.scheme)?;
+    let scheme = if place.scheme == "https" {
+        pyo3::intern!(py, "https")
+    } else {
+        pyo3::intern!(py, "http")
+    };
+    scope.set_item(pyo3::intern!(py, "scheme"), scheme)?;
     let raw_path = &head[parts.path.clone()];
     // uvicorn's way: root_path leads both path and raw_path.
     let path = percent_decode(raw_path);

@@ -17,10 +17,15 @@ impl Connection {
         let mut this = slf.borrow_mut();
         let disp = this.disp.clone();
         let d = &*disp;
-        if d.eager_task.is_some() {
-            this.task_kwargs = Some(super::task_kwargs(py, &event_loop)?.unbind());
-        }
-        if d.eager_task.is_none() || d.run_deferred.is_some() {
+        if event_loop.call_method0("get_task_factory")?.is_none() {
+            if d.eager_task.is_some() {
+                this.task_kwargs = Some(super::task_kwargs(py, &event_loop, true)?.unbind());
+            }
+            this.plain_task_kwargs = Some(super::task_kwargs(py, &event_loop, false)?.unbind());
+        } else {
+            // The loop has a task factory (instrumentation's, or
+            // `asyncio.eager_task_factory`): it makes every handler's task, through
+            // `create_task`, and decides how it starts.
             this.create_task = Some(event_loop.getattr("create_task")?.unbind());
         }
         this.later = Some(super::transport::Later {

@@ -274,17 +274,17 @@ impl Connection {
         coro: &Bound<'py, PyAny>,
         eager: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let kwargs = if eager {
-            self.task_kwargs.as_ref()
-        } else {
-            None
+        let kwargs = match &self.task_kwargs {
+            Some(kwargs) if eager => Some(kwargs),
+            _ => self.plain_task_kwargs.as_ref(),
         };
-        match (&self.create_task, kwargs) {
-            (_, Some(kwargs)) => {
-                let task_type = self.disp.eager_task.as_ref().expect("kwargs imply eager");
-                task_type.bind(py).call((coro,), Some(kwargs.bind(py)))
-            }
-            (Some(create), None) => create.bind(py).call1((coro,)),
+        match (kwargs, &self.create_task) {
+            (Some(kwargs), _) => self
+                .disp
+                .task_type
+                .bind(py)
+                .call((coro,), Some(kwargs.bind(py))),
+            (None, Some(create)) => create.bind(py).call1((coro,)),
             (None, None) => Err(PyTypeError::new_err("connection has no event loop")),
         }
     }
