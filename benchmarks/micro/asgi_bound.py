@@ -1,0 +1,158 @@
+"""How far a hosted ASGI request is from its floor, in instructions (callgrind).
+
+The raw app of benchmarks/apps/asgi_raw.py (plaintext at ``/``, ``json.dumps`` at
+``/json``) served in memory four ways, each driven alike (a request, then loop turns
+until it is done), each count the difference of two runs (200 and 2,200 requests)
+per request, with PYTHONHASHSEED fixed:
+
+- ``veter``: hosted by veter (``AsgiApp``), as ``veter run`` hosts it;
+- ``uvicorn``: uvicorn's httptools protocol (one task per request);
+- ``task``: a bare ``asyncio.Task`` running the app on a minimal scope (a dict
+  literal) with a ``send`` that completes at once: no HTTP at all, the floor of any
+  server that runs each request in an asyncio task;
+- ``driver``: the driver's loop turn alone, to take out of the others.
+
+    .venv/bin/python benchmarks/micro/asgi_bound.py      (needs uvicorn, httptools)
+
+docs/benchmarks.md (hosted ASGI) turns these counts and the kernel's share of a
+request (cpu_split.py) into what a throughput ratio to uvicorn can reach.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable, Generator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "apps"))
+
+from instructions import HIGH, LOW, _count  # noqa: E402
+
+MODES = ("veter", "uvicorn", "task", "driver")
+PATHS = ("/", "/json")
+
+
+class _Done:
+    """What the floor's ``send`` returns: completes at once, no frame of its own."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())
+
+
+_DONE = _Done()
+
+
+def _send(message: object) -> _Done:
+    return _DONE
+
+
+def _receive() -> _Done:
+    return _DONE
+
+
+def _scope(path: str) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1:40000")],
+        "client": None,
+        "server": None,
+        "state": {},
+    }
+
+
+async def _drive(mode: str, path: str, requests: int) -> None:
+    from asgi_raw import app  # type: ignore[import-not-found]
+
+    loop = asyncio.get_running_loop()
+    request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:40000\r\n\r\n".encode()
+    busy: Callable[[], bool]
+    feed: Callable[[], object]
+    if mode == "veter":
+        from core_path import NullTransport
+        from veter.hosted import AsgiApp
+
+        conn = AsgiApp(app).build_dispatcher()()
+        conn.connection_made(NullTransport())
+        busy = lambda: bool(conn.in_flight)  # noqa: E731
+        feed = lambda: conn.data_received(request)  # noqa: E731
+    elif mode == "uvicorn":
+        from floor_path import NullTransport as UvicornTransport
+        from uvicorn.config import Config
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+        from uvicorn.server import ServerState
+
+        state = ServerState()
+        config = Config(app, http="httptools", lifespan="off", access_log=False, log_config=None)
+        protocol = HttpToolsProtocol(config, state, {})
+        protocol.connection_made(UvicornTransport())  # type: ignore[arg-type]
+        busy = lambda: bool(state.tasks)  # noqa: E731
+        feed = lambda: protocol.data_received(request)  # noqa: E731
+    else:
+        kwargs: dict[str, Any] = {"loop": loop, "name": "floor"}
+        if sys.version_info >= (3, 12):
+            kwargs["eager_start"] = True
+        run: Callable[[dict[str, Any]], Awaitable[None]] = app
+        last: list[asyncio.Task[None]] = []
+
+        def start() -> None:
+            if mode == "task":
+                last[:] = [asyncio.Task(run(_scope(path), _receive, _send), **kwargs)]  # type: ignore[call-arg]
+
+        busy = lambda: bool(last) and not last[0].done()  # noqa: E731
+        feed = start
+    for _ in range(requests):
+        feed()
+        while True:  # at least one loop turn per request, as the other modes take
+            await asyncio.sleep(0)
+            if not busy():
+                break
+
+
+def count(mode: str, path: str) -> int:
+    """Instructions per request of ``mode`` serving ``path``."""
+    script = Path(__file__).resolve()
+    env_base = {**os.environ, "ASGI_BOUND": f"{mode} {path}"}
+    os.environ.update(env_base)
+    subprocess.run([sys.executable, str(script)], env={**env_base, "N": "1"}, check=True, capture_output=True)
+    low = _count(sys.executable, "", LOW, script.name)
+    high = _count(sys.executable, "", HIGH, script.name)
+    return round((high - low) / (HIGH - LOW))
+
+
+def main() -> None:
+    import uvloop
+
+    spec = os.environ.get("ASGI_BOUND")
+    if spec:
+        mode, path = spec.split(" ", 1)
+        uvloop.run(_drive(mode, path, int(os.environ.get("N", "1000"))))
+        return
+    counts = {(mode, path): count(mode, path) for mode in MODES for path in PATHS}
+    print(f"Python {sys.version.split()[0]}, instructions per request (the driver's loop turn included):")
+    for (mode, path), n in counts.items():
+        print(f"  {mode:8} {path:6} {n:>8,}")
+    print("without the driver's turn:")
+    for path in PATHS:
+        turn = counts["driver", path]
+        row = ", ".join(f"{mode} {counts[mode, path] - turn:,}" for mode in MODES[:3])
+        print(f"  {path:6} {row}")
+
+
+if __name__ == "__main__":
+    main()
