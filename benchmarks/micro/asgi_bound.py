@@ -12,7 +12,11 @@ per request, with PYTHONHASHSEED fixed:
   server that runs each request in an asyncio task;
 - ``driver``: the driver's loop turn alone, to take out of the others.
 
-    .venv/bin/python benchmarks/micro/asgi_bound.py      (needs uvicorn, httptools)
+    .venv/bin/python benchmarks/micro/asgi_bound.py [MODULE:APP]
+
+MODULE:APP is another app of benchmarks/apps (``fastapi_app:app``, say), counted
+served by veter and by uvicorn only (the bare task's ``receive`` and ``send`` are
+the raw app's). Needs uvicorn and httptools (veter's dev venv has them).
 
 docs/benchmarks.md (hosted ASGI) turns these counts and the kernel's share of a
 request (cpu_split.py) into what a throughput ratio to uvicorn can reach.
@@ -21,6 +25,7 @@ request (cpu_split.py) into what a throughput ratio to uvicorn can reach.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import subprocess
 import sys
@@ -34,6 +39,7 @@ sys.path.insert(0, str(HERE.parent / "apps"))
 
 from instructions import HIGH, LOW, _count  # noqa: E402
 
+RAW = "asgi_raw:app"
 MODES = ("veter", "uvicorn", "task", "driver")
 PATHS = ("/", "/json")
 
@@ -76,9 +82,9 @@ def _scope(path: str) -> dict[str, Any]:
     }
 
 
-async def _drive(mode: str, path: str, requests: int) -> None:
-    from asgi_raw import app  # type: ignore[import-not-found]
-
+async def _drive(spec: str, mode: str, path: str, requests: int) -> None:
+    module, _, name = spec.partition(":")
+    app = getattr(importlib.import_module(module), name)
     loop = asyncio.get_running_loop()
     request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:40000\r\n\r\n".encode()
     busy: Callable[[], bool]
@@ -98,6 +104,9 @@ async def _drive(mode: str, path: str, requests: int) -> None:
         from uvicorn.server import ServerState
 
         state = ServerState()
+        # What uvicorn's server loop sets (and refreshes each second): every answer
+        # carries them, as veter's carries its Server and Date lines.
+        state.default_headers = [(b"server", b"uvicorn"), (b"date", b"Fri, 27 Nov 2026 02:00:00 GMT")]
         config = Config(app, http="httptools", lifespan="off", access_log=False, log_config=None)
         protocol = HttpToolsProtocol(config, state, {})
         protocol.connection_made(UvicornTransport())  # type: ignore[arg-type]
@@ -124,10 +133,10 @@ async def _drive(mode: str, path: str, requests: int) -> None:
                 break
 
 
-def count(mode: str, path: str) -> int:
-    """Instructions per request of ``mode`` serving ``path``."""
+def count(app: str, mode: str, path: str) -> int:
+    """Instructions per request of ``app`` served by ``mode``, at ``path``."""
     script = Path(__file__).resolve()
-    env_base = {**os.environ, "ASGI_BOUND": f"{mode} {path}"}
+    env_base = {**os.environ, "ASGI_BOUND": f"{app} {mode} {path}"}
     os.environ.update(env_base)
     subprocess.run([sys.executable, str(script)], env={**env_base, "N": "1"}, check=True, capture_output=True)
     low = _count(sys.executable, "", LOW, script.name)
@@ -140,17 +149,19 @@ def main() -> None:
 
     spec = os.environ.get("ASGI_BOUND")
     if spec:
-        mode, path = spec.split(" ", 1)
-        uvloop.run(_drive(mode, path, int(os.environ.get("N", "1000"))))
+        app, mode, path = spec.split(" ", 2)
+        uvloop.run(_drive(app, mode, path, int(os.environ.get("N", "1000"))))
         return
-    counts = {(mode, path): count(mode, path) for mode in MODES for path in PATHS}
-    print(f"Python {sys.version.split()[0]}, instructions per request (the driver's loop turn included):")
+    app = sys.argv[1] if len(sys.argv) > 1 else RAW
+    modes = MODES if app == RAW else ("veter", "uvicorn", "driver")
+    counts = {(mode, path): count(app, mode, path) for mode in modes for path in PATHS}
+    print(f"{app}, Python {sys.version.split()[0]}, instructions per request (the driver's loop turn included):")
     for (mode, path), n in counts.items():
         print(f"  {mode:8} {path:6} {n:>8,}")
     print("without the driver's turn:")
     for path in PATHS:
         turn = counts["driver", path]
-        row = ", ".join(f"{mode} {counts[mode, path] - turn:,}" for mode in MODES[:3])
+        row = ", ".join(f"{mode} {counts[mode, path] - turn:,}" for mode in modes if mode != "driver")
         print(f"  {path:6} {row}")
 
 

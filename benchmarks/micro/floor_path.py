@@ -69,6 +69,9 @@ async def drive_uvicorn(reads: int) -> None:
 
     config = Config(_asgi_app, http="httptools", lifespan="off", access_log=False, log_config=None)
     state = ServerState()
+    # What uvicorn's server loop sets (and refreshes each second): every answer
+    # carries them, as veter's carries its Server and Date lines.
+    state.default_headers = [(b"server", b"uvicorn"), (b"date", b"Fri, 27 Nov 2026 02:00:00 GMT")]
     protocol = HttpToolsProtocol(config, state, {})
     transport: Any = NullTransport()
     protocol.connection_made(transport)
