@@ -149,7 +149,7 @@ impl Dispatcher {
 
     #[getter]
     fn eager_tasks(&self) -> bool {
-        self.shared.eager_task.is_some()
+        self.shared.eager_tasks
     }
 
     /// Enforces the connection timeouts (idle keep-alive, header, body, write,

@@ -87,8 +87,8 @@ pub struct Shared<C> {
     pub max_pipelined: usize,
     pub app: Py<PyAny>,
     pub error_handler: Py<PyAny>,
-    /// `asyncio.Task` when eager task start is available (Python 3.12+).
-    pub eager_task: Option<Py<PyAny>>,
+    /// Handlers' tasks start eagerly (Python 3.12+, unless turned off).
+    pub eager_tasks: bool,
     /// `asyncio.Task`: a handler's task is made by calling it (see
     /// `Connection::new_task`).
     pub task_type: Py<PyAny>,
@@ -190,7 +190,6 @@ impl<C: Handle> Shared<C> {
             None => supports_eager,
         };
         let task_type = py.import("asyncio")?.getattr("Task")?.unbind();
-        let eager_task = eager.then(|| task_type.clone_ref(py));
         let run_deferred = if queue_timeout.is_some() {
             Some(
                 py.import("veter.concurrency")?
@@ -224,7 +223,7 @@ impl<C: Handle> Shared<C> {
             max_pipelined: config.max_pipelined,
             app,
             error_handler,
-            eager_task,
+            eager_tasks: eager,
             task_type,
             run_deferred,
             shutting_down: AtomicBool::new(false),

@@ -18,7 +18,7 @@ impl Connection {
         let disp = this.disp.clone();
         let d = &*disp;
         if event_loop.call_method0("get_task_factory")?.is_none() {
-            if d.eager_task.is_some() {
+            if d.eager_tasks {
                 this.task_kwargs = Some(super::task_kwargs(py, &event_loop, true)?.unbind());
             }
             this.plain_task_kwargs = Some(super::task_kwargs(py, &event_loop, false)?.unbind());
