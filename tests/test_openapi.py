@@ -3,7 +3,11 @@ valid by openapi-spec-validator, served at /openapi.json."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import dataclasses
+import importlib
+import logging
+import sys
+from typing import Annotated, Any
 
 import msgspec
 import pydantic
@@ -130,3 +134,100 @@ def test_bad_settings() -> None:
         veter.OpenAPI(path="openapi.json")
     with pytest.raises(ValueError, match="not an HTTP status"):
         veter.App().add_route("/x", lambda request: "", responses={999: "?"})
+
+
+# -- the docs page: served when swagger-ui-py is there, never needed for the document --
+
+HINT = "pip install 'veter[docs]'"
+
+
+def docs_app(**openapi: Any) -> veter.App:
+    app = veter.App(openapi=veter.OpenAPI(title="Docs", version="1.0.0", **openapi))
+
+    @app.get("/ping")
+    def ping(request: veter.Request) -> str:
+        return "pong"
+
+    return app
+
+
+@pytest.fixture
+def without_swagger_ui(monkeypatch: pytest.MonkeyPatch) -> None:
+    """swagger-ui-py as if not installed: a None in sys.modules makes its lookup
+    and its import fail."""
+    monkeypatch.setitem(sys.modules, "swagger_ui", None)
+    with pytest.raises(ImportError):
+        importlib.import_module("swagger_ui")
+
+
+def hints(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "veter.server" and HINT in r.getMessage()]
+
+
+def test_the_page_is_served_by_default_with_swagger_ui_installed(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    with TestClient(docs_app()) as client:
+        page = client.get("/docs")
+        bundle = client.get("/docs/assets/swagger-ui-bundle.js")
+        document = client.get("/openapi.json")
+    assert page.status == 200 and page.headers["content-type"] == "text/html; charset=utf-8"
+    assert '"/openapi.json"' in page.text and "/docs/assets/swagger-ui-bundle.js" in page.text
+    assert bundle.status == 200 and "SwaggerUIBundle" in bundle.text
+    assert document.status == 200 and "/ping" in document.json()["paths"]
+    assert hints(caplog) == []
+
+
+def test_without_swagger_ui_the_document_is_served_and_the_page_left_out_said_once(
+    without_swagger_ui: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    app = docs_app()
+    with TestClient(app) as client:
+        document = client.get("/openapi.json")
+        page = client.get("/docs")
+    with TestClient(app) as client:  # the app is frozen once: no second record
+        assert client.get("/ping").text == "pong"
+    assert document.status == 200 and "/ping" in document.json()["paths"]
+    assert page.status == 404
+    [record] = hints(caplog)
+    assert record.levelno == logging.INFO
+    assert record.getMessage() == (
+        "API docs page not served at /docs: it needs the swagger-ui-py package: "
+        "pip install 'veter[docs]' (or OpenAPI(docs_path=None) to serve only the document)"
+    )
+    assert [r.name for r in app.routes if r.name and r.name.startswith("veter.")] == ["veter.openapi"]
+
+
+def test_an_app_that_names_the_page_fails_at_startup_without_swagger_ui(without_swagger_ui: None) -> None:
+    for docs_path in ("/docs", "/api/docs"):
+        app = docs_app(docs_path=docs_path)
+        with pytest.raises(RuntimeError, match=r"needs Swagger UI's files from the swagger-ui-py package"):
+            app.build_dispatcher()
+
+
+def test_a_page_at_a_path_the_app_chose(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    with TestClient(docs_app(docs_path="/api/docs")) as client:
+        assert client.get("/api/docs").status == 200
+        assert client.get("/api/docs/assets/swagger-ui.css").status == 200
+        assert client.get("/docs").status == 404
+    assert hints(caplog) == []
+
+
+def test_no_page_and_no_record_with_docs_path_none(
+    without_swagger_ui: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    with TestClient(docs_app(docs_path=None)) as client:
+        assert client.get("/openapi.json").status == 200
+        assert client.get("/docs").status == 404
+    assert hints(caplog) == []
+
+
+def test_only_a_docs_path_the_app_set_makes_the_page_required() -> None:
+    default = veter.OpenAPI()
+    assert default.docs_path == "/docs" and not default.docs_page_required
+    assert not dataclasses.replace(default, title="Other").docs_page_required
+    assert veter.OpenAPI(docs_path="/docs").docs_page_required
+    assert veter.OpenAPI(docs_path="/elsewhere").docs_page_required
+    assert not veter.OpenAPI(docs_path=None).docs_page_required

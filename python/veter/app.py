@@ -38,6 +38,8 @@ from veter.websockets import Sessions, entry_for
 __all__ = ["App"]
 
 log = logging.getLogger("veter.error")
+#: What the app says once when it is frozen for serving (e.g. a page left out).
+server_log = logging.getLogger("veter.server")
 
 #: Route names of the health probes and the metrics scrape, left out of the access
 #: log unless asked for.
@@ -308,15 +310,24 @@ class App(RouteTable):
         def hidden(path: str, handler: Handler, name: str) -> Route:
             return Route(path, ("GET",), handler, name=name, include_in_schema=False)
 
-        self._routes.append(hidden(openapi.path, self._openapi_answer, "veter.openapi"))
+        routes = [hidden(openapi.path, self._openapi_answer, "veter.openapi")]
         if openapi.docs_path is not None:
-            from veter.docs_page import DocsPage
+            from veter.docs_page import INSTALL_HINT, DocsPage, find_assets
 
-            page = DocsPage(openapi.title, openapi.path, openapi.docs_path)
-            self._routes.append(hidden(openapi.docs_path, page.page, "veter.docs"))
-            self._routes.append(
-                hidden(f"{openapi.docs_path}/assets/{{name}}", page.asset, "veter.docs_assets")
-            )
+            if openapi.docs_page_required or find_assets() is not None:
+                # Raises when the app named the page and swagger-ui-py is missing.
+                page = DocsPage(openapi.title, openapi.path, openapi.docs_path)
+                routes.append(hidden(openapi.docs_path, page.page, "veter.docs"))
+                routes.append(hidden(f"{openapi.docs_path}/assets/{{name}}", page.asset, "veter.docs_assets"))
+            else:
+                # The document never needs an extra: the page the app did not name is
+                # left out, said once (the app is frozen once).
+                server_log.info(
+                    "API docs page not served at %s: it needs the swagger-ui-py package: %s",
+                    openapi.docs_path,
+                    INSTALL_HINT,
+                )
+        self._routes.extend(routes)
 
     def openapi_document(self) -> dict[str, Any]:
         """The app's OpenAPI 3.1 document (``veter.OpenAPI`` describes the service)."""

@@ -2,6 +2,7 @@
 
 Swagger UI's files come from the ``swagger-ui-py`` package
 (``pip install veter[docs]``), never from a CDN: the page works on a closed network.
+Without the package an app serves only its document, unless it set ``docs_path``.
 The page and its three assets are answered from memory, read once at startup.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 
 from veter.responses import Response
 
-__all__ = ["ASSETS", "DocsPage", "assets_directory"]
+__all__ = ["ASSETS", "INSTALL_HINT", "DocsPage", "assets_directory", "find_assets"]
 
 #: The Swagger UI files the page loads, and their types.
 ASSETS = {
@@ -25,18 +26,30 @@ ASSETS = {
 }
 
 
-def assets_directory() -> Path:
-    """Where swagger-ui-py keeps Swagger UI's files; a clear error without it."""
+#: How to get the page's files, said wherever their absence is reported.
+INSTALL_HINT = "pip install 'veter[docs]' (or OpenAPI(docs_path=None) to serve only the document)"
+
+
+def find_assets() -> Path | None:
+    """Where swagger-ui-py keeps Swagger UI's files; None when it is not installed
+    (found without importing it)."""
     spec = importlib.util.find_spec("swagger_ui")
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     for location in locations:
         static = Path(location) / "static"
         if all((static / name).is_file() for name in ASSETS):
             return static
-    raise RuntimeError(
-        "the API docs page needs Swagger UI's files from the swagger-ui-py package: "
-        "pip install 'veter[docs]' (or OpenAPI(docs_path=None) to serve only the document)"
-    )
+    return None
+
+
+def assets_directory() -> Path:
+    """Where swagger-ui-py keeps Swagger UI's files; a clear error without it."""
+    directory = find_assets()
+    if directory is None:
+        raise RuntimeError(
+            f"the API docs page needs Swagger UI's files from the swagger-ui-py package: {INSTALL_HINT}"
+        )
+    return directory
 
 
 class DocsPage:

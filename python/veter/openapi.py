@@ -3,7 +3,8 @@ its requests: routes, typed parameters and bodies (and their dependencies'),
 declared return types, tags, docstrings, security schemes.
 
 ``veter.App(openapi=veter.OpenAPI(title="Orders", version="1.2.0"))`` serves it at
-``/openapi.json``. Schemas come from msgspec (``msgspec.json.schema_components``)
+``/openapi.json``, with no extra package; the docs page at ``/docs`` needs
+swagger-ui-py (veter.docs_page). Schemas come from msgspec (``msgspec.json.schema_components``)
 and, for pydantic models, from pydantic, under ``components/schemas``.
 """
 
@@ -22,7 +23,7 @@ from veter.typed import plan_of
 from veter.typed.kinds import is_pydantic_model, strip_optional
 from veter.typed.signature import Plan, Source
 
-__all__ = ["OpenAPI", "document"]
+__all__ = ["DEFAULT_DOCS_PATH", "OpenAPI", "document"]
 
 _REF = "#/components/schemas/{name}"
 _VALIDATION_ERROR = {
@@ -47,6 +48,18 @@ _VALIDATION_ERROR = {
 }
 
 
+class _DefaultDocsPath(str):
+    """The docs page's path when the app did not choose one: told apart from an
+    explicit ``"/docs"`` by its type, so only an app that asked for the page fails
+    to start without swagger-ui-py."""
+
+    __slots__ = ()
+
+
+#: ``OpenAPI.docs_path`` unless the app sets it.
+DEFAULT_DOCS_PATH: str = _DefaultDocsPath("/docs")
+
+
 @dataclass(frozen=True)
 class OpenAPI:
     """What the document says about the service, and where it is served.
@@ -61,7 +74,9 @@ class OpenAPI:
     description: str | None = None
     path: str = "/openapi.json"
     #: The interactive docs page (Swagger UI, from swagger-ui-py); None: no page.
-    docs_path: str | None = "/docs"
+    #: Left as is, the page is served when swagger-ui-py is installed (else one log
+    #: record says how to get it); set, it is required (startup fails without it).
+    docs_path: str | None = DEFAULT_DOCS_PATH
     servers: Sequence[Mapping[str, Any]] = ()
     security_schemes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     security: Sequence[Mapping[str, Sequence[str]]] = ()
@@ -75,6 +90,12 @@ class OpenAPI:
             raise ValueError(
                 f"OpenAPI docs_path must start with '/' and not end with one: {self.docs_path!r}"
             )
+
+    @property
+    def docs_page_required(self) -> bool:
+        """Whether the app chose ``docs_path`` itself: then a missing swagger-ui-py
+        stops it at startup instead of leaving the page out."""
+        return self.docs_path is not None and not isinstance(self.docs_path, _DefaultDocsPath)
 
 
 #: What a route reading a body may answer besides 422, from the core or the reader.
