@@ -428,10 +428,11 @@ impl Connection {
         self.core.stop_after_response();
     }
 
-    /// An answer with this framing closes the connection after it: read no more.
+    /// A request or answer with this framing is the connection's last: read
+    /// nothing after it (its own streamed body is still read, `Core::last_request`).
     fn note_framing(&mut self, framing: Framing) {
         if !framing.keep_alive {
-            self.core.stop_after_response();
+            self.core.last_request();
         }
     }
 

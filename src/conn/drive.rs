@@ -211,7 +211,7 @@ impl Driver {
         self.log
             .push(format!("{} {} {}", req.method, req.target, show(body)));
         if !req.keep_alive {
-            self.core.stop_after_response();
+            self.core.last_request();
         }
         match self.handlers {
             Handlers::Inline => self.core.emit(response(&req.target)),

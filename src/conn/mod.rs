@@ -340,11 +340,12 @@ impl<S: Shell> Core<S> {
                     }
                     Err(e) => Err(e),
                 };
-                let reading = if end.is_ok() {
+                let reading = if end.is_ok() && !self.closing {
                     Reading::Head
                 } else {
-                    // Where the next request would start is unknown: close after
-                    // the handler's answer.
+                    // The request was the connection's last (`last_request`), or
+                    // where the next one would start is unknown: close after the
+                    // handler's answer.
                     self.closing = true;
                     self.buf.clear();
                     Reading::Stopped
@@ -551,6 +552,20 @@ impl<S: Shell> Core<S> {
     pub fn end_of_input(&mut self) -> bool {
         self.stop_after_response();
         !self.queue.is_empty()
+    }
+
+    /// The request just parsed (or answered) is the connection's last (HTTP/1.0,
+    /// `Connection: close`, a drain): nothing after it is parsed, and the
+    /// connection closes after the responses queued. A body being handed to its
+    /// handler as it arrives is still read to its end: a hosted app reads every
+    /// body that way, and the last request of a connection is what a stock proxy
+    /// sends (nginx speaks HTTP/1.0 upstream).
+    pub fn last_request(&mut self) {
+        if matches!(self.reading, Reading::Stream(_)) {
+            self.closing = true;
+        } else {
+            self.stop_after_response();
+        }
     }
 
     /// Closes the connection after the responses already queued; reads no more.

@@ -115,8 +115,11 @@ impl<S: Shell> Core<S> {
 
     /// The answer in slot `seq` is the connection's last (a hosted app's
     /// `connection: close`, known only when it answers): the requests queued after
-    /// it are dropped unanswered, and nothing more is read.
+    /// it are dropped unanswered, and nothing after it is read. When it is the last
+    /// request read, a body still arriving for it is read on (`last_request`): its
+    /// app may stream the answer while it reads.
     pub fn last_answer(&mut self, seq: u64) {
+        let later = self.queue.iter().any(|s| s.seq > seq);
         let dropped = self
             .queue
             .iter()
@@ -124,7 +127,11 @@ impl<S: Shell> Core<S> {
             .count();
         self.queue.retain(|s| s.seq <= seq);
         self.in_flight = self.in_flight.saturating_sub(dropped);
-        self.stop_after_response();
+        if later {
+            self.stop_after_response();
+        } else {
+            self.last_request();
+        }
     }
 
     /// The handler of slot `seq` finished (answered or not).

@@ -308,6 +308,52 @@ fn streamed_bodies_come_out_as_they_arrive() {
 }
 
 #[test]
+fn the_last_request_streams_its_whole_body_then_reads_nothing() {
+    // HTTP/1.0 and `Connection: close` (what a stock nginx sends upstream): the
+    // body of the connection's last request is still handed out to its end, in
+    // every split, and nothing pipelined after it is parsed.
+    let inputs = [
+        "POST /up HTTP/1.0\r\nContent-Length: 6\r\n\r\nabcdefGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
+        "POST /up HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
+    ];
+    for input in inputs {
+        let bytes = input.as_bytes();
+        let mut splits: Vec<Vec<usize>> = vec![vec![], (1..bytes.len()).collect()];
+        splits.extend((1..bytes.len()).map(|i| vec![i]));
+        for cuts in splits {
+            let mut d = Driver::new(Handlers::Later);
+            d.stream_prefix = Some("/up");
+            let mut from = 0;
+            for &cut in cuts.iter().chain(std::iter::once(&bytes.len())) {
+                if cut > from {
+                    d.feed(&bytes[from..cut]);
+                    from = cut;
+                }
+            }
+            let log = ["POST /up [<streamed>]", "upload /up [abcdef] end"];
+            assert_eq!(d.log, log, "{input:?} cut at {cuts:?}");
+            assert!(!d.closed, "{input:?} cut at {cuts:?}");
+            d.finish_next();
+            assert_eq!(d.written_text(), "R /up\n", "{input:?} cut at {cuts:?}");
+            assert!(d.closed, "{input:?} cut at {cuts:?}");
+        }
+    }
+    // Its malformed framing is found as on any other request.
+    let mut d = Driver::new(Handlers::Later);
+    d.stream_prefix = Some("/up");
+    d.feed(b"POST /up HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n2x\r\nab\r\n");
+    assert_eq!(d.log, ["POST /up [<streamed>]", "upload /up [] error 400"]);
+    // A handler that answers before the body is read: the connection closes after
+    // the answer, the rest of the body unread.
+    let mut d = Driver::new(Handlers::Later);
+    d.stream_prefix = Some("/up");
+    d.feed(b"POST /up HTTP/1.0\r\nContent-Length: 6\r\n\r\nab");
+    d.finish_next();
+    assert!(d.closed);
+    assert_eq!(d.written_text(), "R /up\n");
+}
+
+#[test]
 fn an_upgrade_keeps_what_follows_for_the_next_protocol() {
     let mut d = Driver::new(Handlers::Inline);
     d.websocket_prefix = Some("/ws");
