@@ -60,6 +60,32 @@ def test_wsgi_apps(app: Any) -> None:
     assert detect(app) == "wsgi"
 
 
+def star_args_wrapper(*args: Any, **kwargs: Any) -> list[bytes]:
+    return wsgi_like(*args, **kwargs)
+
+
+def one_then_star(environ: Any, *args: Any) -> list[bytes]:
+    return []
+
+
+def test_wsgi_middleware_taking_star_args_is_wsgi() -> None:
+    from wsgiref.validate import validator
+
+    assert detect(validator(wsgi_like)) == "wsgi"
+    assert detect(star_args_wrapper) == "wsgi"
+    assert detect(one_then_star) == "wsgi"
+
+
+def test_what_cannot_take_two_arguments_stays_ambiguous() -> None:
+    def three_required_then_star(a: Any, b: Any, c: Any, *args: Any) -> None:
+        return None
+
+    with pytest.raises(NotAnApp, match=r"3 positional parameter\(s\).*--interface asgi or wsgi"):
+        detect(three_required_then_star)
+    with pytest.raises(NotAnApp, match=r"an unknown number of positional parameter\(s\)"):
+        detect(max)
+
+
 def test_frameworks_are_wsgi() -> None:
     flask = pytest.importorskip("flask")
     assert detect(flask.Flask("x")) == "wsgi"

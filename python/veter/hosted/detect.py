@@ -23,7 +23,8 @@ def detect(obj: Any, interface: str = "auto") -> Kind:
     ``__call__`` is one (FastAPI, Starlette, Django's ``get_asgi_application()``,
     Litestar, Quart). ASGI 2 (a class called with the scope alone) is not served.
     A WSGI app is a plain callable taking ``(environ, start_response)`` (Flask,
-    Django's ``get_wsgi_application()``, Bottle, Falcon's ``App``).
+    Django's ``get_wsgi_application()``, Bottle, Falcon's ``App``), or ``*args``
+    (``wsgiref.validate.validator(app)``, middleware written as ``def app(*args)``).
     """
     if interface == "veter":
         if not isinstance(obj, App):
@@ -45,14 +46,20 @@ def detect(obj: Any, interface: str = "auto") -> Kind:
         raise NotAnApp(f"the object is {_describe(obj)}: neither a veter.App nor an ASGI app")
     if _is_async(obj):
         return "asgi"
-    arity = _positional(obj)
-    if arity == 3:
-        # A plain def taking (scope, receive, send) that returns a coroutine.
-        return "asgi"
-    if arity == 2:
-        return "wsgi"
+    shape = _positional(obj)
+    if shape is not None:
+        required, named, star = shape
+        if named == 3 and not star:
+            # A plain def taking (scope, receive, send) that returns a coroutine.
+            return "asgi"
+        if required <= 2 and (named >= 2 or star):
+            # A sync callable that takes (environ, start_response): a WSGI app, or
+            # WSGI middleware written as ``def app(*args, **kwargs)`` (wsgiref's
+            # validator, most wrappers). An ASGI 3 app is async or names its three.
+            return "wsgi"
+    described = "an unknown number of" if shape is None else str(shape[1])
     raise NotAnApp(
-        f"cannot tell what the object is: {_describe(obj)}, a callable of {arity} positional "
+        f"cannot tell what the object is: {_describe(obj)}, a callable of {described} positional "
         "parameter(s) that is not async; an ASGI 3 app is async and takes (scope, receive, send), "
         "a WSGI app takes (environ, start_response). Name it with --interface asgi or wsgi "
         "if it is one."
@@ -64,13 +71,19 @@ def _is_async(obj: Any) -> bool:
     return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(obj)
 
 
-def _positional(obj: Any) -> int | None:
+def _positional(obj: Any) -> tuple[int, int, bool] | None:
+    """``obj``'s positional parameters: how many must be given, how many are named,
+    and whether it takes ``*args`` (None: its signature cannot be read)."""
     try:
         sig = inspect.signature(obj)
     except (TypeError, ValueError):
         return None
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return sum(1 for p in sig.parameters.values() if p.kind in kinds)
+    params = sig.parameters.values()
+    named = [p for p in params if p.kind in kinds]
+    required = sum(1 for p in named if p.default is inspect.Parameter.empty)
+    star = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+    return required, len(named), star
 
 
 def _describe(obj: Any) -> str:
