@@ -18,8 +18,9 @@ MODULE:APP is another app of benchmarks/apps (``fastapi_app:app``, say), counted
 served by veter and by uvicorn only (the bare task's ``receive`` and ``send`` are
 the raw app's). Needs uvicorn and httptools (veter's dev venv has them).
 
-docs/benchmarks.md (hosted ASGI) turns these counts and the kernel's share of a
-request (cpu_split.py) into what a throughput ratio to uvicorn can reach.
+benchmarks/notes/asgi.md (History, "What the 2.0x uvicorn and 1.3x FastAPI targets ask
+of one request") turns these counts and the kernel's share of a request
+(cpu_split.py) into what a throughput ratio to uvicorn can reach.
 """
 
 from __future__ import annotations

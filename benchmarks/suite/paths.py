@@ -9,6 +9,7 @@ APPS = BENCH / "apps"
 WORK = BENCH / ".work"
 RESULTS = BENCH / "results"
 DOCS_PAGE = REPO / "docs" / "benchmarks.md"
+NOTES = BENCH / "notes"  # per scenario: what its latest run means, then its History
 LUA_SCRIPT = BENCH / "lua" / "wrk_report.lua"
 
 PEERS_VENV = WORK / "venv-peers"

@@ -82,13 +82,14 @@ def page(module: ModuleType, result: Result, chart_link: str) -> str:
     quick = result["quick"]
     mode = " (quick mode: ~1 s per cell, 1 run; indicative only)" if quick else ""
     make = f"make bench SCENARIO={module.NAME}{' QUICK=1' if quick else ''}"
+    # What is measured and how, then the run's table and chart (the reading follows on the page).
     parts = [
         f"## {module.TITLE}",
+        "**Method.** " + module.METHOD.strip(),
         f"Run {result['started']} on {result['machine']['cpu']}, {result['machine']['cores']} cores, "
         f"veter {result['machine']['veter']['commit']}{mode}, by `{make}`.",
         module.table(result),
         f"![{module.NAME}]({chart_link})",
-        "**Method.** " + module.METHOD.strip(),
         missing_servers(result),
         commands(result),
     ]
