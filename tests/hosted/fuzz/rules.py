@@ -1,0 +1,265 @@
+"""Every normalisation and every allowed difference of the fuzzer, in one place.
+
+``NORMALISATIONS`` are applied to what each server gave before the comparison:
+they remove what may differ between two correct servers. ``DIFFERENCES`` are the
+places where veter deliberately differs (docs/asgi.md, docs/security.md) or where
+a peer is known to be wrong: when the first difference on a connection matches
+one, the case counts under the rule's name (the fuzzer prints the counts), not as
+a pass and not as a failure. Nothing is skipped without a name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tests.hosted.fuzz.cases import Case
+from tests.hosted.fuzz.wire import Answer, Exchange
+
+# Normalisations, each applied by answer_view / record_view below.
+NORMALISATIONS = {
+    "server-headers": "Date, Server and veter's X-Request-ID are each server's own",
+    "framing-headers": "Content-Length / Transfer-Encoding are compared as the framing kind "
+    "(delimited or close), and the decoded bodies must be equal (RFC 9112 6: the server picks the framing)",
+    "connection-header": "whether the connection stayed open is compared from the socket (end state), "
+    "not from Connection / Keep-Alive headers",
+    "header-case-order": "answer field names compared lowercased and sorted (RFC 9110 5.1, 5.3)",
+    "status-line": "reason phrases and the answer's HTTP version are not compared (RFC 9112 4: "
+    "the reason is ignorable; gunicorn echoes 1.0 to 1.0 clients, veter and uvicorn say 1.1)",
+    "server-error-page": "a 4xx/5xx the server makes itself (no x-probe-id) is compared by status only",
+    "interim-without-read": "100 Continue is compared only when the app read the body: uvicorn sends it "
+    "at the first receive(), veter and gunicorn when the app is called (RFC 9110 10.1.1 allows both)",
+    "broken-body-prefix": "for a request generated malformed, how much of its body reached the app "
+    "before the error depends on each server's reads: the app's body length and digest are not compared "
+    "(that it never saw the body's end is)",
+    "wsgi-read-error": "the exception a WSGI app's read raises on a broken body is the server's own type",
+    "end-reset-after-answers": "a server that closes with the client's bytes unread makes the kernel "
+    "reset the connection; once the client has every answer, that reset and a clean close are the same",
+    "wsgi-input-terminated": "gunicorn sets wsgi.input_terminated for every request, veter for a chunked "
+    "body only (docs/asgi.md, WSGI apps); both streams end with b'' at the body's end, which the "
+    "app's recorded body shows",
+}
+
+SERVER_HEADERS = {"date", "server", "x-request-id"}
+FRAMING_HEADERS = {"content-length", "transfer-encoding"}
+CONNECTION_HEADERS = {"connection", "keep-alive"}
+
+
+def end_view(case: Case, exchange: Exchange) -> str:
+    """How the connection ended; a reset once every answer is in counts as a close
+    (end-reset-after-answers)."""
+    if exchange.end == "reset" and len(exchange.answers) >= len(case.requests):
+        return "eof"
+    return exchange.end
+
+
+def answer_view(case: Case, index: int, answer: Answer | None) -> dict[str, Any] | None:
+    if answer is None:
+        return None
+    request = case.requests[index] if index < len(case.requests) else None
+    own = answer.header("x-probe-id") is not None
+    view: dict[str, Any] = {"status": answer.status}
+    if answer.status >= 400 and not own:
+        return view  # server-error-page
+    dropped = SERVER_HEADERS | FRAMING_HEADERS | CONNECTION_HEADERS
+    view["headers"] = sorted((n, v) for n, v in answer.headers if n not in dropped)
+    view["framing"] = "delimited" if answer.framing in ("length", "chunked") else answer.framing
+    view["body"] = (answer.body_len, answer.body_sha)
+    if request is not None and request.read != "none":
+        view["interim"] = answer.interim
+    return view
+
+
+def record_view(case: Case, index: int, record: dict[str, Any] | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    view = dict(record)
+    request = case.requests[index]
+    if request.malformed:
+        view.pop("body_len", None)  # broken-body-prefix
+        view.pop("body_sha", None)
+    view.pop("input_terminated", None)  # wsgi-input-terminated
+    view["events"] = [
+        "raised" if e.startswith("raised") else e  # wsgi-read-error
+        for e in view.get("events", [])
+    ]
+    return view
+
+
+@dataclass
+class Side:
+    """What one server did with a case: the client's exchange and the app's records."""
+
+    server: str
+    exchange: Exchange
+    records: dict[int, dict[str, Any]]
+    running: list[str]
+
+    def answer(self, i: int) -> Answer | None:
+        answers = self.exchange.answers
+        return answers[i] if i < len(answers) else None
+
+
+@dataclass
+class Context:
+    case: Case
+    index: int  # the request whose view first differs (len(requests): the end state)
+    veter: Side
+    peer: Side
+
+    @property
+    def request(self) -> Any:
+        return self.case.requests[self.index] if self.index < len(self.case.requests) else None
+
+    def veter_refused(self) -> bool:
+        """veter answered this request with its own 4xx and its app never saw the body's end."""
+        answer = self.veter.answer(self.index)
+        record = self.veter.records.get(self.index) or {}
+        return (
+            answer is not None
+            and 400 <= answer.status < 500
+            and answer.header("x-probe-id") is None
+            and "end" not in record.get("events", [])
+            and len(self.veter.exchange.answers) == self.index + 1
+        )
+
+
+@dataclass(frozen=True)
+class Difference:
+    name: str
+    why: str
+    applies: Callable[[Context], bool]
+
+
+# veter refuses these with 400 where a peer may accept them (docs/security.md,
+# "Stricter than the RFCs and than h11"; the value is the id used there).
+STRICTER = {
+    "chunk-size-ws": "chunk-ext-syntax",
+    "chunk-bare-lf": "bare-lf",
+    "chunk-overflow": "chunk-size-overflow",
+    "trailer-cl": "trailer-fields",
+    "cl-and-te": "cl-and-te",
+    "cl-repeated": "cl-repeated",
+    "cl-sign": "number-syntax",
+    "te-http10": "te-in-http10",
+}
+
+
+def _stricter(ctx: Context) -> bool:
+    request = ctx.request
+    return request is not None and request.malformed in STRICTER and ctx.veter_refused()
+
+
+def _peer_closed_before(ctx: Context) -> bool:
+    """The peer's client got nothing from request ``index`` on: the connection ended."""
+    return len(ctx.peer.exchange.answers) <= ctx.index and ctx.peer.exchange.end in ("eof", "reset")
+
+
+def _http10_keep_alive(ctx: Context) -> bool:
+    if ctx.index == 0 or not ctx.peer.server.startswith("uvicorn"):
+        return False
+    before = ctx.case.requests[ctx.index - 1]
+    return (
+        before.version == "1.0"
+        and before.keep_alive
+        and _peer_closed_before(ctx)
+        and ctx.peer.records.get(ctx.index) is None
+    )
+
+
+def _half_close(ctx: Context) -> bool:
+    return ctx.case.half_close and ctx.peer.server.startswith("uvicorn") and _peer_closed_before(ctx)
+
+
+def _peer_reset(ctx: Context) -> bool:
+    return ctx.peer.exchange.end == "reset" and _peer_closed_before(ctx) and ctx.veter.exchange.end != "reset"
+
+
+def _peer_chunks_http10(ctx: Context) -> bool:
+    theirs = ctx.peer.answer(ctx.index)
+    return theirs is not None and theirs.defect == "chunked answer to an HTTP/1.0 request"
+
+
+def _peer_drops_answer(ctx: Context) -> bool:
+    """The peer's app did what veter's did, but the peer closed before its answer
+    left: the request's body was left unread and the connection was closing."""
+    request = ctx.request
+    if request is None or not _peer_closed_before(ctx):
+        return False
+    unread = request.size > 0 and request.read != "all"
+    closing = not request.keep_alive or ctx.case.half_close
+    same_app = record_view(ctx.case, ctx.index, ctx.veter.records.get(ctx.index)) == record_view(
+        ctx.case, ctx.index, ctx.peer.records.get(ctx.index)
+    )
+    return unread and closing and same_app and ctx.peer.server.startswith("uvicorn")
+
+
+def _close_delimited(ctx: Context) -> bool:
+    """The peer sent answer ``index`` delimited by closing, veter with a length."""
+    if ctx.request is None or ctx.request.answer == "sized":
+        return False
+    mine, theirs = ctx.veter.answer(ctx.index), ctx.peer.answer(ctx.index)
+    if mine is None or theirs is None or theirs.framing != "close" or mine.framing == "close":
+        return False
+    a = answer_view(ctx.case, ctx.index, mine) or {}
+    b = answer_view(ctx.case, ctx.index, theirs) or {}
+    a.pop("framing", None)
+    b.pop("framing", None)
+    return a == b and len(ctx.peer.exchange.answers) == ctx.index + 1
+
+
+DIFFERENCES: list[Difference] = [
+    Difference(
+        "stricter-parser",
+        "veter answers 400 to framing docs/security.md lists as refused (the id is in STRICTER); "
+        "a peer that accepts it reads the rest of the connection differently",
+        _stricter,
+    ),
+    Difference(
+        "http10-keep-alive",
+        "uvicorn closes an HTTP/1.0 connection after each answer even when the request asked for "
+        "keep-alive; veter (and gunicorn) keep it open (RFC 9112 9.3 allows both; docs/security.md)",
+        _http10_keep_alive,
+    ),
+    Difference(
+        "half-close",
+        "uvicorn takes the client's FIN (shutdown of its sending side) for a disconnect and sends no "
+        "more answers; veter (and gunicorn) answer every request that arrived whole before it",
+        _half_close,
+    ),
+    Difference(
+        "close-delimited-answer",
+        "an answer the app gave no length: veter adds Content-Length, a peer may end it by closing "
+        "(HTTP/1.0 has no chunked coding); the peer's connection then ends there",
+        _close_delimited,
+    ),
+    Difference(
+        "peer-chunks-http10",
+        "uvicorn's httptools protocol answers an HTTP/1.0 request in chunked coding when the app gives "
+        "no length, which a 1.0 client cannot read (RFC 9112 7.1); veter ends such an answer by closing",
+        _peer_chunks_http10,
+    ),
+    Difference(
+        "peer-drops-answer",
+        "uvicorn closes a closing connection whose request body the app left unread before its answer is "
+        "out (the client gets a reset or nothing); veter sends the answer, then drains and closes",
+        _peer_drops_answer,
+    ),
+    Difference(
+        "peer-reset",
+        "the peer closed with the client's bytes unread, so the kernel reset the connection and the "
+        "client lost what was in flight; veter half-closes and drains first (--linger-timeout)",
+        _peer_reset,
+    ),
+]
+
+
+def allowed(ctx: Context) -> str | None:
+    """The name of the difference that explains the first mismatch, if any."""
+    for difference in DIFFERENCES:
+        if difference.applies(ctx):
+            if difference.name == "stricter-parser":
+                return f"stricter-parser:{STRICTER[ctx.request.malformed]}"
+            return difference.name
+    return None
