@@ -18,6 +18,10 @@ OPTIMIZED: bool
 def inline_request() -> Request | None:
     """The request of the plain ``def`` handler running on this thread, if any."""
 
+def json_refusal(body: bytes, max_depth: int) -> str | None:
+    """Why a typed handler's JSON body is refused before it is decoded (nested
+    deeper than ``max_depth``, not UTF-8, a byte JSON has not outside strings), or None."""
+
 __all__ = [
     "OPTIMIZED",
     "AsgiCycle",
@@ -35,6 +39,7 @@ __all__ = [
     "WebSocketProtocol",
     "__version__",
     "inline_request",
+    "json_refusal",
 ]
 
 @final

@@ -295,7 +295,7 @@ class App(RouteTable):
         wrap = self._async_error_handlers()
         on_error: ErrorResponder = self.handle_error_async if wrap else self.handle_error
         for route in self._routes:
-            serving = typed_route(route, self.dependency_overrides)
+            serving = typed_route(route, self.dependency_overrides, self._serving_config)
             if route.websocket:
                 entry = entry_for(route.handler, route.websocket_settings, self._config, self.websockets)
                 serving = dataclasses.replace(route, handler=entry)

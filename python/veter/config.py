@@ -115,6 +115,13 @@ class ServerConfig:
     max_chunk_count: int = setting(
         16384, "Most chunks in one chunked body, the last one included (413 above it).", ge=1
     )
+    max_json_depth: int = setting(
+        200,
+        "Deepest nesting ([ and { levels) of a typed handler's JSON body; a deeper one gets 400 before "
+        "it is decoded.",
+        ge=1,
+        le=500,
+    )
     form_max_fields: int = setting(
         1000,
         "Most fields and files in one form body, request.form() and Form() parameters (413 above it).",

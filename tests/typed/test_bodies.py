@@ -167,7 +167,7 @@ def test_optional_body(client: TestClient) -> None:
         (json.dumps(GOOD).encode(), {"Content-Type": "application/vnd.api+json"}, 200),
         (json.dumps(GOOD).encode(), {}, 200),
         (b"x" * 5000, {"Content-Type": "application/json"}, 413),
-        (b"[" * 2000 + b"]" * 2000, {"Content-Type": "application/json"}, 422),
+        (b"[" * 2000 + b"]" * 2000, {"Content-Type": "application/json"}, 400),  # max_json_depth
         (b'{"id": 1' + b"0" * 400 + b', "qty": 1}', {"Content-Type": "application/json"}, 422),
         (b'{"id": 1, "qty": 1e400}', {"Content-Type": "application/json"}, 422),
         # Found by Schemathesis: a huge integer inside a wrong value was echoed in the 422.

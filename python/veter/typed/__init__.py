@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
+from veter.config import ServerConfig
 from veter.routing import PATH_PARAM, Route, is_async_callable
 from veter.typed.call import adapter_for
 from veter.typed.signature import Plan, plan_for
@@ -31,14 +32,19 @@ def plan_of(route: Route) -> Plan | None:
     return plan_for(route.handler, path_names(route.path), _where(route))
 
 
-def typed_route(route: Route, overrides: MutableMapping[Callable[..., Any], Callable[..., Any]]) -> Route:
+def typed_route(
+    route: Route,
+    overrides: MutableMapping[Callable[..., Any], Callable[..., Any]],
+    config: ServerConfig | None = None,
+) -> Route:
     """``route`` as the core calls it: unchanged, or with its typed adapter.
-    ``overrides``: the app's ``dependency_overrides``, read per request."""
+    ``overrides``: the app's ``dependency_overrides``, read per request;
+    ``config``: the settings served with (their limits; the defaults without)."""
     plan = plan_of(route)
     if plan is None:
         return route
     try:
-        adapter = _adapter(route, plan, overrides)
+        adapter = _adapter(route, plan, overrides, config or ServerConfig())
     except TypeError as exc:  # what msgspec refuses in a model made from the signature
         raise TypeError(f"{_where(route)}: {exc}") from None
     # A route taking files reads its body as it arrives: a large upload goes to
@@ -48,7 +54,10 @@ def typed_route(route: Route, overrides: MutableMapping[Callable[..., Any], Call
 
 
 def _adapter(
-    route: Route, plan: Plan, overrides: MutableMapping[Callable[..., Any], Callable[..., Any]]
+    route: Route,
+    plan: Plan,
+    overrides: MutableMapping[Callable[..., Any], Callable[..., Any]],
+    config: ServerConfig,
 ) -> Callable[..., Any]:
     return adapter_for(
         plan,
@@ -57,6 +66,7 @@ def _adapter(
         overrides=overrides,
         path_names=path_names(route.path),
         where=_where(route),
+        max_json_depth=config.max_json_depth,
         streams=route.stream_body or plan.streams_files,
     )
 

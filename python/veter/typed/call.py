@@ -11,7 +11,7 @@ from typing import Any, Literal, overload
 
 import msgspec
 
-from veter._core import QueryPick
+from veter._core import QueryPick, json_refusal
 from veter.background import BackgroundTasks, after_answer
 from veter.concurrency import run_in_thread
 from veter.exceptions import HTTPException, RequestValidationError
@@ -36,16 +36,20 @@ def adapter_for(
     overrides: MutableMapping[Callable[..., Any], Callable[..., Any]],
     path_names: set[str],
     where: str,
+    max_json_depth: int,
     streams: bool = False,
 ) -> Callable[..., Any]:
     """What the core calls, ``(request, **path_params)``, for a typed handler
-    (``streams``: the route reads its body as it arrives)."""
+    (``streams``: the route reads its body as it arrives; ``max_json_depth``: the
+    deepest JSON body it decodes)."""
     encode = _encoder(plan.returns) if plan.returns is not None else None
     handler = plan.handler
+
+    def body_reader(plan: Plan) -> Callable[[Any, bytes], Any] | None:
+        return _body_reader(plan.body, max_json_depth) if plan.body is not None else None
+
     if plan.dependencies:
-        solver = Solver(
-            plan, _values_reader, _plan_body_reader, overrides, path_names, where, streams=streams
-        )
+        solver = Solver(plan, _values_reader, body_reader, overrides, path_names, where, streams=streams)
 
         async def call_with_dependencies(request: Any, **path: Any) -> Any:
             exits: list[Any] = []
@@ -76,7 +80,7 @@ def adapter_for(
         call_with_dependencies.__qualname__ = getattr(handler, "__qualname__", "handler")
         return call_with_dependencies
     read_values = _values_reader(plan)
-    read_body = _plan_body_reader(plan)
+    read_body = body_reader(plan)
     read_form = form_reader(plan)
     request_name = plan.request_name
     background = plan.background
@@ -232,16 +236,12 @@ def _values_reader(plan: Plan, *, as_tuple: bool = False) -> Callable[[Any, dict
     return read
 
 
-def _plan_body_reader(plan: Plan) -> Callable[[Any, bytes], Any] | None:
-    return _body_reader(plan.body) if plan.body is not None else None
-
-
-def _body_reader(source: Source) -> Callable[[Any, bytes], Any]:
+def _body_reader(source: Source, max_depth: int) -> Callable[[Any, bytes], Any]:
     tp = source.type
     optional = strip_optional(tp) is not tp or not source.required
     model = strip_optional(tp)
     if is_pydantic_model(model):
-        return _pydantic_body_reader(source, model, optional)
+        return _pydantic_body_reader(source, model, optional, max_depth)
     # Lax, as pydantic's default is: 3.0 is an int, "3" too (JSON Schema's
     # integer admits 3.0, so a client built from the document may send it).
     decoder = msgspec.json.Decoder(tp, strict=False)
@@ -250,34 +250,70 @@ def _body_reader(source: Source) -> Callable[[Any, bytes], Any]:
         if not body:
             return _empty_body(source, optional)
         _check_content_type(request)
+        _check_json(body, max_depth)
         try:
             return decoder.decode(body)
         except msgspec.ValidationError as error:
             raise RequestValidationError(_body_problems(body, tp, error)) from None
         except (msgspec.DecodeError, UnicodeDecodeError) as error:
-            raise HTTPException(400, f"request body is not valid JSON: {error}") from None
+            raise _not_json(str(error)) from None
+        except RecursionError:
+            # Not reached below the setting's bound (500); a deeper Python stack
+            # than the handler's would be, and it is still the client's body.
+            raise _not_json("nested too deeply to decode") from None
 
     return read
 
 
-def _pydantic_body_reader(source: Source, model: Any, optional: bool) -> Callable[[Any, bytes], Any]:
+def _pydantic_body_reader(
+    source: Source, model: Any, optional: bool, max_depth: int
+) -> Callable[[Any, bytes], Any]:
     import pydantic
 
     def read(request: Any, body: bytes) -> Any:
         if not body:
             return _empty_body(source, optional)
         _check_content_type(request)
+        _check_json(body, max_depth)
         try:
             return model.model_validate_json(body)
         except pydantic.ValidationError as error:
             problems = []
+            _check_syntax(body)
             for item in error.errors(include_url=False):
                 if item["type"] == "json_invalid":
-                    raise HTTPException(400, f"request body is not valid JSON: {item['msg']}") from None
+                    # JSON by its syntax (checked above): a value pydantic-core cannot
+                    # hold, such as an integer of more than 4300 digits.
+                    reason = item["msg"].removeprefix("Invalid JSON: ")
+                    problems.append(problem(["body"], reason, "json_value"))
+                    continue
                 problems.append(problem(["body", *item["loc"]], item["msg"], item["type"], item.get("input")))
             raise RequestValidationError(problems) from None
 
     return read
+
+
+def _not_json(reason: str) -> HTTPException:
+    return HTTPException(400, f"request body is not valid JSON: {reason}")
+
+
+def _check_json(body: bytes, max_depth: int) -> None:
+    """400 for a body no decoder is handed: nested deeper than ``max_depth``, not
+    UTF-8, or holding bytes JSON has not (``NaN``); one pass in the core."""
+    reason = json_refusal(body, max_depth)
+    if reason is not None:
+        raise _not_json(reason)
+
+
+def _check_syntax(body: bytes) -> None:
+    """400 for a body that is not JSON at all. A typed decoder stops at the first
+    value that does not fit (a 422), before it sees, say, trailing text; this is
+    the 422 path's check that the body was JSON (msgspec.Raw: syntax only, no
+    values made, numbers not range-checked)."""
+    try:
+        msgspec.json.decode(body, type=msgspec.Raw)
+    except msgspec.DecodeError as error:
+        raise _not_json(str(error)) from None
 
 
 def _empty_body(source: Source, optional: bool) -> Any:
@@ -299,6 +335,7 @@ def _check_content_type(request: Any) -> None:
 
 
 def _body_problems(body: bytes, tp: Any, error: msgspec.ValidationError) -> list[Problem]:
+    _check_syntax(body)
     first = [from_validation_error(error, ["body"], msgspec.UNSET)]
     try:
         value = msgspec.json.decode(body)

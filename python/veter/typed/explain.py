@@ -24,7 +24,10 @@ __all__ = ["Problem", "explain", "from_validation_error", "problem", "value_prob
 Problem = dict[str, Any]
 #: msgspec ends a message with the failing place: "... - at `$.items[0].qty`".
 _AT = re.compile(r" - at `\$(?P<path>[^`]*)`$")
-_STEP = re.compile(r"\.(?P<key>[^.\[]+)|\[(?P<index>\d+)\]|\[(?P<quoted>'[^']*'|\"[^\"]*\")\]")
+#: ``[...]`` is a mapping's key msgspec does not name: the place stops at the mapping.
+_STEP = re.compile(
+    r"\.(?P<key>[^.\[]+)|\[(?P<index>\d+)\]|\[(?P<quoted>'[^']*'|\"[^\"]*\")\]|(?P<unnamed>\[\.\.\.\])"
+)
 #: Offending values longer than this are cut in the answer.
 MAX_INPUT = 200
 
@@ -64,6 +67,8 @@ def from_validation_error(
     if match is not None:
         message = message[: match.start()]
         for step in _STEP.finditer(match.group("path")):
+            if step.group("unnamed") is not None:
+                break
             if step.group("key") is not None:
                 loc = [*loc, step.group("key")]
             elif step.group("index") is not None:
