@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the servers the integration tests start for themselves (PostgreSQL,
-# Redis, MariaDB, and nginx for the deployment tests), and Chromium for the
-# browser test, skipping what is already there. Idempotent. The tests never use the system services: they run private
+# Redis, MariaDB, and nginx, HAProxy and ApacheBench for the deployment and proxy
+# tests), and Chromium for the browser test, skipping what is already there. Idempotent. The tests never use the system services: they run private
 # instances on free loopback ports (tests/services.py).
 set -euo pipefail
 
@@ -9,6 +9,8 @@ pkgs=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
 [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
+[ -x /usr/sbin/haproxy ] || pkgs+=(haproxy)
+command -v ab >/dev/null 2>&1 || pkgs+=(apache2-utils)
 command -v valgrind >/dev/null 2>&1 || pkgs+=(valgrind)
 [ -x /usr/bin/chromium ] || pkgs+=(chromium)
 { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } || pkgs+=(mariadb-server)

@@ -304,28 +304,57 @@ class MariaDB(Service):
             raise ServiceError(f"mariadb client failed: {done.stderr.decode(errors='replace')}")
 
 
+#: The proxy settings docs/deploy.md recommends for nginx (keep the two in step).
+_NGINX_RECOMMENDED = """        client_max_body_size 10m;
+        large_client_header_buffers 4 16k;
+        location / {
+            proxy_pass http://veter;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host              $host;
+            proxy_set_header X-Forwarded-For   $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
+            proxy_connect_timeout 1s;
+            proxy_read_timeout 65s;
+        }"""
+
+
 class Nginx(Service):
-    """nginx as a reverse proxy in front of ``upstreams`` (loopback ports), set up
-    as docs/deploy.md shows (keep this and that in step): HTTP/1.1 keep-alive to the
-    upstreams, closed by nginx after 4 s idle (below veter's 5 s keep-alive timeout),
-    proxy headers, limits and timeouts matching veter's, and the default retry rule
+    """nginx as a reverse proxy in front of ``upstreams`` (loopback ports).
+
+    By default set up as docs/deploy.md shows: HTTP/1.1 keep-alive to the upstreams,
+    closed by nginx after 4 s idle (below veter's 5 s keep-alive timeout), proxy
+    headers, limits and timeouts matching veter's, and the default retry rule
     (``error timeout``: a refused connect goes to the next upstream, a POST already
-    sent is never retried)."""
+    sent is never retried). ``stock=True``: nothing but ``proxy_pass``, as a fresh
+    install has it (HTTP/1.0 upstream with ``Connection: close``, so a new upstream
+    connection per request)."""
 
     name = "nginx"
     stop_signal = signal.SIGQUIT  # nginx's graceful stop
 
-    def __init__(self, upstreams: list[int]) -> None:
+    def __init__(self, upstreams: list[int], *, stock: bool = False) -> None:
         super().__init__()
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         if not os.path.exists(binary):
             raise ServiceError("nginx is not installed: run scripts/install-services.sh")
         self.binary = binary
-        servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=1s;" for p in upstreams)
+        # Where nginx writes (a private directory): in the stock set-up too, since
+        # it changes no behaviour. Run as root, nginx's workers are ``nobody``: they
+        # must reach the directories the master makes for them (bodies over 16 KiB
+        # go to client_body/ first), which mkdtemp's 0700 forbids.
+        os.chmod(self.root, 0o755)
         temp = "\n".join(
             f"    {kind}_temp_path {self.root}/{kind};"
             for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
         )
+        if stock:
+            upstream = "\n".join(f"        server 127.0.0.1:{p};" for p in upstreams)
+            server = "        location / {\n            proxy_pass http://veter;\n        }"
+        else:
+            servers = [f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=1s;" for p in upstreams]
+            upstream = "\n".join([*servers, "        keepalive 32;", "        keepalive_timeout 4s;"])
+            server = _NGINX_RECOMMENDED
         (self.root / "nginx.conf").write_text(
             f"""daemon off;
 worker_processes 1;
@@ -336,24 +365,11 @@ http {{
     access_log off;
 {temp}
     upstream veter {{
-{servers}
-        keepalive 32;
-        keepalive_timeout 4s;
+{upstream}
     }}
     server {{
         listen 127.0.0.1:{self.port};
-        client_max_body_size 10m;
-        large_client_header_buffers 4 16k;
-        location / {{
-            proxy_pass http://veter;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host              $host;
-            proxy_set_header X-Forwarded-For   $proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto $scheme;
-            proxy_connect_timeout 1s;
-            proxy_read_timeout 65s;
-        }}
+{server}
     }}
 }}
 """
@@ -382,3 +398,56 @@ http {{
             return (self.root / "error.log").read_text(errors="replace").splitlines()
         except OSError:
             return []
+
+
+class HAProxy(Service):
+    """HAProxy (the Debian package's, 2.6) in ``mode http`` in front of ``upstreams``.
+
+    Its defaults, with the timeouts of Debian's own /etc/haproxy/haproxy.cfg: HTTP
+    keep-alive on both sides, idle upstream connections shared between requests
+    (``http-reuse safe``). ``server_close=True`` adds ``option http-server-close``:
+    ``Connection: close`` upstream, a new upstream connection per request. Only
+    failed or abnormal requests are logged (``option dontlog-normal``), to the log
+    file (``errors``)."""
+
+    name = "haproxy"
+
+    def __init__(self, upstreams: list[int], *, server_close: bool = False) -> None:
+        super().__init__()
+        binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        if not os.path.exists(binary):
+            raise ServiceError("haproxy is not installed: run scripts/install-services.sh")
+        self.binary = binary
+        servers = "\n".join(f"    server app{n} 127.0.0.1:{p}" for n, p in enumerate(upstreams))
+        option = "    option http-server-close\n" if server_close else ""
+        (self.root / "haproxy.cfg").write_text(
+            f"""global
+    log stderr format raw local0 info
+
+defaults
+    mode http
+    log global
+    option httplog
+    option dontlog-normal
+    timeout connect 5s
+    timeout client 50s
+    timeout server 50s
+{option}
+frontend web
+    bind 127.0.0.1:{self.port}
+    default_backend veter
+
+backend veter
+{servers}
+"""
+        )
+
+    def argv(self) -> list[str]:
+        # -db: in the foreground, as the tests' other services run.
+        return [self.binary, "-db", "-f", str(self.root / "haproxy.cfg")]
+
+    def ready(self) -> bool:
+        return _accepts(self.port)
+
+    def errors(self) -> str:
+        return _tail(self.log)

@@ -1,4 +1,4 @@
-"""An open-loop load of GETs and POSTs that retries nothing, for lifecycle tests.
+"""An open-loop load of GETs and POSTs that retries nothing, for lifecycle and proxy tests.
 
 Requests start at a fixed rate whatever the server does (open loop), alternating
 GET and POST (a proxy may retry a failed GET elsewhere and hide the loss; nobody
@@ -21,11 +21,28 @@ import gc
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import uvloop
 
-__all__ = ["MixedLoad", "Outcome"]
+__all__ = ["Check", "MixedLoad", "Outcome", "Payload"]
+
+#: The body of POST number ``i``.
+Payload = Callable[[int], bytes]
+#: Checks a 2xx answer: (``i``, the body sent, the answer's headers with lower-case
+#: names, its body); raises ValueError when the answer is not the right one.
+Check = Callable[[int, bytes, dict[str, str], bytes], None]
+
+
+def small_payload(i: int) -> bytes:
+    return f"request {i} ".encode() + b"x" * 200
+
+
+def echoed(i: int, payload: bytes, headers: dict[str, str], body: bytes) -> None:
+    """The answer ends with the body sent (the supervised app's /echo)."""
+    if payload and not body.endswith(payload):
+        raise ValueError(f"POST answered with another body: {body[:80]!r}")
 
 
 @dataclass(frozen=True)
@@ -92,7 +109,11 @@ class MixedLoad:
         timeout: float = 10.0,
         get_path: str = "/",
         post_path: str = "/echo",
+        payload: Payload = small_payload,
+        check: Check = echoed,
     ) -> None:
+        """``payload`` makes each POST's body and ``check`` judges every 2xx answer,
+        GET or POST (the default: 200 bytes, echoed in the answer)."""
         self.host = host
         self.port = port
         self.rate = rate
@@ -101,6 +122,8 @@ class MixedLoad:
         self.timeout = timeout
         self.get_path = get_path
         self.post_path = post_path
+        self.payload = payload
+        self.check = check
         self.report = Report()
         self._pool: list[_Conn] = []
         self._stop = threading.Event()
@@ -137,6 +160,14 @@ class MixedLoad:
                 raise TimeoutError(
                     f"{self.report.ok} of {count} requests succeeded: {self.report.failures[:3]}"
                 )
+            time.sleep(0.01)
+
+    def wait_ended(self, count: int, timeout: float = 20) -> None:
+        """Until ``count`` requests have ended in all, answered or failed."""
+        deadline = time.monotonic() + timeout
+        while len(self.report.outcomes) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(self.report.outcomes)} of {count} requests ended")
             time.sleep(0.01)
 
     # -- the load, on its own loop ---------------------------------------------------
@@ -219,7 +250,7 @@ class MixedLoad:
             conn.writer.write(f"GET {self.get_path}?i={i} HTTP/1.1\r\nHost: load\r\n\r\n".encode())
             payload = b""
         else:
-            payload = f"request {i} ".encode() + b"x" * 200
+            payload = self.payload(i)
             head = f"POST {self.post_path}?i={i} HTTP/1.1\r\nHost: load\r\nContent-Length: {len(payload)}\r\n\r\n"
             conn.writer.write(head.encode() + payload)
         await conn.writer.drain()
@@ -236,7 +267,6 @@ class MixedLoad:
         body = await conn.reader.readexactly(int(headers["content-length"]))
         if not 200 <= status < 300:
             raise ValueError(f"status {status}: {body[:80]!r}")
-        if payload and not body.endswith(payload):
-            raise ValueError(f"POST answered with another body: {body[:80]!r}")
+        self.check(i, payload, headers, body)
         pid = int(body[4:].split(b" ", 1)[0]) if body.startswith(b"pid=") else None
         return headers.get("connection", "").lower() != "close", pid
