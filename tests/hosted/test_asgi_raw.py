@@ -8,6 +8,7 @@ import socket
 import ssl
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from tests.e2e.processes import Proc, wait_until
 from tests.hosted.apps.raw import BIG_SIZE
 from tests.hosted.apps.sendfile_count import pattern
+from veter.testing import _ResponseReader
 
 APP = "tests.hosted.apps.raw:app"
 
@@ -103,6 +105,32 @@ def test_http10_scope(server: Proc) -> None:
 
 def test_body_echoed(client: httpx.Client) -> None:
     assert client.post("/echo", content=b"x" * 100_000).content == b"x" * 100_000
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"POST /echo-halves HTTP/1.0\r\nContent-Length: 300000\r\n\r\n",
+        b"POST /echo-halves HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 300000\r\n\r\n",
+    ],
+    ids=["http10", "connection-close"],
+)
+def test_body_of_the_last_request_is_read_whole(server: Proc, head: bytes) -> None:
+    # Issue 37: on a connection's last request the app's first receive() said
+    # http.disconnect; echoed in two messages, the answer held only the last one.
+    body = (bytes(range(256)) * 1200)[:299_996] + b"end!"
+    parsed = _ResponseReader(head_request=False).parse(exchange(server.port, head + body, timeout=10), True)
+    assert parsed is not None
+    answer, _ = parsed
+    assert answer.status == 200
+    assert answer.content == body
+
+
+def test_urllib_post_is_answered(server: Proc) -> None:
+    # urllib always sends `Connection: close`.
+    request = urllib.request.Request(f"http://127.0.0.1:{server.port}/echo", data=b"from urllib")
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.read() == b"from urllib"
 
 
 def test_chunked_upload_streams_in_pieces(client: httpx.Client) -> None:

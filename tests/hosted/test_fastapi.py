@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import Iterator
 
@@ -56,6 +57,24 @@ def test_routes_and_json(client: httpx.Client) -> None:
     assert client.get("/sync").json() == {"threadpool": True}
     r = client.post("/items", json={"name": "pen", "price": 1.5, "tags": ["a"]})
     assert r.json() == {"name": "pen", "price": 1.5, "tags": ["a"]}
+
+
+@pytest.mark.parametrize(("version", "connection"), [("1.0", ""), ("1.1", "Connection: close\r\n")])
+def test_json_body_on_the_connections_last_request(server: Proc, version: str, connection: str) -> None:
+    # Issue 37: `curl -0 -d ... /items` (what a stock nginx sends upstream) got 400
+    # "There was an error parsing the body".
+    body = b'{"name":"x","price":1.5}'
+    head = (
+        f"POST /items HTTP/{version}\r\nHost: t\r\n{connection}Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(head + body)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
+    assert answer.endswith(b'{"name":"x","price":1.5,"tags":[]}'), answer
 
 
 def test_validation_errors_are_the_apps(client: httpx.Client) -> None:

@@ -62,6 +62,15 @@ async def echo(scope: Any, receive: Any, send: Any) -> None:
     await text(send, await read_body(receive))
 
 
+async def echo_halves(scope: Any, receive: Any, send: Any) -> None:
+    """The body back in two ``http.response.body`` messages (a streamed answer)."""
+    body = await read_body(receive)
+    half = len(body) // 2
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": body[:half], "more_body": True})
+    await send({"type": "http.response.body", "body": body[half:]})
+
+
 async def pieces(scope: Any, receive: Any, send: Any) -> None:
     """How the body arrived: the sizes of its messages."""
     sizes = []
@@ -243,6 +252,7 @@ async def not_found(scope: Any, receive: Any, send: Any) -> None:
 ROUTES = {
     "/": hello,
     "/echo": echo,
+    "/echo-halves": echo_halves,
     "/pieces": pieces,
     "/scope": scope_of,
     "/stream": stream,
