@@ -47,6 +47,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<logfile::LogFile>()?;
     m.add_class::<websocket::WebSocketProtocol>()?;
     m.add_function(wrap_pyfunction!(protocol::inline_request, m)?)?;
+    m.add_function(wrap_pyfunction!(response::check_header_py, m)?)?;
     m.add_function(wrap_pyfunction!(json_check::json_refusal, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The instruction budgets (tests/perf) hold for optimised builds only.

@@ -11,6 +11,7 @@ pub struct PyRefs {
     pub json_loads: Py<PyAny>,
     pub json_dumps: Py<PyAny>,
     pub http_exception: Py<PyAny>,
+    pub response_headers: Py<PyAny>,
 }
 
 static REFS: PyOnceLock<PyRefs> = PyOnceLock::new();
@@ -28,6 +29,10 @@ pub fn get(py: Python<'_>) -> PyResult<&PyRefs> {
             json_loads: orjson.getattr("loads")?.unbind(),
             json_dumps: orjson.getattr("dumps")?.unbind(),
             http_exception: exceptions.getattr("HTTPException")?.unbind(),
+            response_headers: py
+                .import("veter.response_headers")?
+                .getattr("ResponseHeaders")?
+                .unbind(),
         })
     })
 }

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMapping, PyString, PyTuple};
 
 use crate::http1::encode::{self, Framing, Parts};
+use crate::pyrefs;
 
 pub const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
 pub const OCTET_STREAM: &str = "application/octet-stream";
@@ -61,6 +62,26 @@ pub fn check_header_value(name: &str, value: &str) -> PyResult<()> {
         )));
     }
     Ok(())
+}
+
+/// Checks a header a handler sets (name, value, not one of the server's); returns the
+/// name lower-cased. `veter.StreamingResponse`'s setters call it too.
+#[pyfunction]
+#[pyo3(name = "check_header")]
+pub fn check_header_py(name: &str, value: &str) -> PyResult<()> {
+    check_header(name, value).map(drop)
+}
+
+fn check_header(name: &str, value: &str) -> PyResult<String> {
+    check_header_name(name)?;
+    check_header_value(name, value)?;
+    let lower = name.to_ascii_lowercase();
+    if RESERVED.contains(&lower.as_str()) {
+        return Err(PyValueError::new_err(format!(
+            "header {name:?} is set by the server and cannot be set by a handler"
+        )));
+    }
+    Ok(lower)
 }
 
 pub fn check_status(status: i64) -> PyResult<u16> {
@@ -128,14 +149,7 @@ impl Response {
     }
 
     fn push_header(&mut self, name: String, value: String) -> PyResult<()> {
-        check_header_name(&name)?;
-        check_header_value(&name, &value)?;
-        let lower = name.to_ascii_lowercase();
-        if RESERVED.contains(&lower.as_str()) {
-            return Err(PyValueError::new_err(format!(
-                "header {name:?} is set by the server and cannot be set by a handler"
-            )));
-        }
+        let lower = check_header(&name, &value)?;
         if lower == "content-type" {
             self.content_type = Some(value);
         } else {
@@ -222,14 +236,31 @@ impl Response {
         Ok(())
     }
 
-    /// A copy of the extra headers as (name, value) pairs, Content-Type excluded.
+    /// `veter.response_headers.ResponseHeaders`: a case-insensitive mutable view
+    /// whose reads and writes come back to this response's header methods. Made only
+    /// when a handler asks, so an answer whose headers are never touched costs the same.
     #[getter]
-    fn headers(&self) -> Vec<(String, String)> {
-        self.headers.clone()
+    fn headers<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        pyrefs::get(py)?.response_headers.bind(py).call1((slf,))
+    }
+
+    /// Every field as (name, value), Content-Type first when there is one (the view's
+    /// iteration, `getall` and `multi_items`).
+    #[pyo3(name = "_header_items")]
+    fn header_items(&self) -> Vec<(String, String)> {
+        let mut items = Vec::with_capacity(self.headers.len() + 1);
+        if let Some(ct) = &self.content_type {
+            items.push(("Content-Type".to_owned(), ct.clone()));
+        }
+        items.extend(self.headers.iter().cloned());
+        items
     }
 
     /// Replaces every header called `name` (case-insensitive) by one with `value`.
     fn set_header(&mut self, name: String, value: String) -> PyResult<()> {
+        // Checked before the old fields go: a refused value leaves them as they were.
+        check_header(&name, &value)?;
         self.remove_header(&name);
         self.push_header(name, value)
     }

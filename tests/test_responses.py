@@ -10,7 +10,8 @@ from veter.testing import TestClient
 
 def test_defaults() -> None:
     r = veter.Response("hi")
-    assert (r.status, r.body, r.content_type, r.headers) == (200, b"hi", "text/plain; charset=utf-8", [])
+    assert (r.status, r.body, r.content_type) == (200, b"hi", "text/plain; charset=utf-8")
+    assert r.headers.multi_items() == [("Content-Type", "text/plain; charset=utf-8")]
     r = veter.Response(b"\x00")
     assert r.content_type == "application/octet-stream"
     assert veter.Response().body == b""
@@ -18,10 +19,10 @@ def test_defaults() -> None:
 
 def test_headers_mapping_and_pairs() -> None:
     r = veter.Response("x", headers={"X-A": "1", "Content-Type": "text/html"})
-    assert r.headers == [("X-A", "1")]
+    assert r.headers.multi_items() == [("Content-Type", "text/html"), ("X-A", "1")]
     assert r.content_type == "text/html"
-    r = veter.Response("x", headers=[("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")])
-    assert r.headers == [("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")]
+    r = veter.Response(b"x", headers=[("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")])
+    assert r.headers.getall("set-cookie") == ["a=1", "b=2"]
 
 
 def test_header_methods() -> None:
@@ -30,7 +31,7 @@ def test_header_methods() -> None:
     r.add_header("vary", "b")
     assert r.get_header("VARY") == "a"
     r.set_header("Vary", "c")
-    assert r.headers == [("Vary", "c")]
+    assert r.headers.getall("vary") == ["c"]
     assert r.remove_header("vary") == 1
     assert r.get_header("vary", "none") == "none"
 
@@ -71,7 +72,7 @@ def test_helpers() -> None:
     r = veter.json({"a": 1}, status=201)
     assert (r.status, r.body, r.content_type) == (201, b'{"a":1}', "application/json")
     r = veter.text("t", headers={"X": "y"})
-    assert (r.body, r.headers) == (b"t", [("X", "y")])
+    assert (r.body, r.headers) == (b"t", {"X": "y", "Content-Type": "text/plain; charset=utf-8"})
     r = veter.redirect("/there")
     assert (r.status, r.get_header("location")) == (307, "/there")
     with pytest.raises(ValueError, match="3xx"):

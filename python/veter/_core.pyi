@@ -10,6 +10,7 @@ from veter.config import ServerConfig
 from veter.cookies import CookieAttributes, DeleteCookieAttributes
 from veter.datastructures import Headers, QueryParams
 from veter.forms import FormData
+from veter.response_headers import ResponseHeaders
 
 __version__: str
 #: An optimised (release) build: the instruction budgets of tests/perf hold for it.
@@ -21,6 +22,10 @@ def inline_request() -> Request | None:
 def json_refusal(body: bytes, max_depth: int) -> str | None:
     """Why a typed handler's JSON body is refused before it is decoded (nested
     deeper than ``max_depth``, not UTF-8, a byte JSON has not outside strings), or None."""
+
+def check_header(name: str, value: str) -> None:
+    """ValueError unless a handler may set this header: a token name, a value without
+    control characters, not one of the server's framing headers."""
 
 __all__ = [
     "OPTIMIZED",
@@ -38,6 +43,7 @@ __all__ = [
     "Upgrade",
     "WebSocketProtocol",
     "__version__",
+    "check_header",
     "inline_request",
     "json_refusal",
 ]
@@ -64,7 +70,8 @@ class Response:
     @content_type.setter
     def content_type(self, value: str | None) -> None: ...
     @property
-    def headers(self) -> list[tuple[str, str]]: ...
+    def headers(self) -> ResponseHeaders: ...
+    def _header_items(self) -> list[tuple[str, str]]: ...
     def set_header(self, name: str, value: str) -> None: ...
     def add_header(self, name: str, value: str) -> None: ...
     def get_header(self, name: str, default: str | None = None) -> str | None: ...

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from veter import _core
 from veter.cookies import delete_cookie_header, set_cookie_header
+from veter.response_headers import ResponseHeaders
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -68,46 +69,65 @@ class StreamingResponse(_core.Streamed):
         self.content_length = content_length
         self.charset = charset
         items = headers.items() if isinstance(headers, Mapping) else (headers or ())
-        self.headers: list[tuple[str, str]] = [(str(n), str(v)) for n, v in items]
+        #: The fields besides Content-Type, as the core writes them in the head (it
+        #: checks them there; the setters below check them when set).
+        self._veter_headers: list[tuple[str, str]] = [(str(n), str(v)) for n, v in items]
 
-    # -- the same header helpers as Response, for middleware -------------------
+    # -- the same headers and helpers as Response, for middleware --------------
+
+    @property
+    def headers(self) -> ResponseHeaders:
+        """The header fields: a case-insensitive mutable mapping over this
+        response's own (``getall``/``add`` for repeated fields), as ``Response.headers``."""
+        return ResponseHeaders(self)
+
+    def _header_items(self) -> list[tuple[str, str]]:
+        if self.content_type is None:
+            return list(self._veter_headers)
+        return [("Content-Type", self.content_type), *self._veter_headers]
 
     def get_header(self, name: str, default: str | None = None) -> str | None:
         lower = name.lower()
         if lower == "content-type":
-            return self.content_type
-        for n, v in self.headers:
+            return default if self.content_type is None else self.content_type
+        for n, v in self._veter_headers:
             if n.lower() == lower:
                 return v
         return default
 
     def remove_header(self, name: str) -> int:
         lower = name.lower()
-        before = len(self.headers)
-        self.headers = [(n, v) for n, v in self.headers if n.lower() != lower]
-        return before - len(self.headers)
+        if lower == "content-type":
+            had = self.content_type is not None
+            self.content_type = None
+            return int(had)
+        before = len(self._veter_headers)
+        self._veter_headers = [(n, v) for n, v in self._veter_headers if n.lower() != lower]
+        return before - len(self._veter_headers)
 
     def set_header(self, name: str, value: str) -> None:
+        _core.check_header(name, value)
         if name.lower() == "content-type":
             self.content_type = value
             return
         self.remove_header(name)
-        self.headers.append((name, value))
+        self._veter_headers.append((name, value))
 
     def add_header(self, name: str, value: str) -> None:
+        _core.check_header(name, value)
         if name.lower() == "content-type":
             self.content_type = value
             return
-        self.headers.append((name, value))
+        self._veter_headers.append((name, value))
 
     def set_cookie(self, key: str, value: str = "", **attributes: Unpack[CookieAttributes]) -> None:
         """Adds a ``Set-Cookie`` header (the attributes of
         ``veter.cookies.set_cookie_header``), as ``Response.set_cookie`` does."""
-        self.headers.append(("Set-Cookie", set_cookie_header(key, value, **attributes)))
+        self._veter_headers.append(("Set-Cookie", set_cookie_header(key, value, **attributes)))
 
     def delete_cookie(self, key: str, **attributes: Unpack[DeleteCookieAttributes]) -> None:
         """Adds a ``Set-Cookie`` header that removes cookie ``key``."""
-        self.headers.append(("Set-Cookie", delete_cookie_header(key, **attributes)))
+        self._veter_headers.append(("Set-Cookie", delete_cookie_header(key, **attributes)))
 
     # -- called by the core ---------------------------------------------------
 

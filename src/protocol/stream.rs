@@ -160,7 +160,8 @@ pub fn plan(
     }
     let content_type: Option<String> = obj.getattr("content_type")?.extract()?;
     let declared: Option<u64> = obj.getattr("content_length")?.extract()?;
-    let headers: Vec<(String, String)> = obj.getattr("headers")?.extract()?;
+    // The pairs behind `StreamingResponse.headers` (a mapping view).
+    let headers: Vec<(String, String)> = obj.getattr("_veter_headers")?.extract()?;
     for (name, value) in &headers {
         check_header_name(name)?;
         check_header_value(name, value)?;
