@@ -191,7 +191,11 @@ def exchange(port: int, case: Case, timeout: float) -> Exchange:
                 if len(answers) == len(requests) and _stays_open(case, answer):
                     writer.join(max(0.0, deadline - time.monotonic()))
                     probing = True
-                    sock.sendall(OPEN_CHECK)
+                    try:
+                        sock.sendall(OPEN_CHECK)
+                    except OSError:  # the server has closed: a reset answers the write
+                        end = "eof"
+                        break
                 continue
             if reader.eof:
                 end = "eof"

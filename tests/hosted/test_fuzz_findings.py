@@ -1,0 +1,149 @@
+"""What the hosted-app fuzzer (tests/hosted/fuzz/) found, each as the smallest
+exchange that shows it, against veter serving the fuzzer's probe apps
+(tests/hosted/apps/probe.py: the query says what the app does).
+
+A test marked xfail(strict) is a bug still open: it fails today and must pass
+once fixed (then the mark comes off). The seed and case that found each are
+named in its docstring (replay: VETER_FUZZ_SEED=S VETER_FUZZ_CASE=C python -m
+tests.hosted.fuzz).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from tests.hosted.fuzz.servers import VETER, Server
+
+TIMEOUT = 5.0
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, Server]]:
+    started = {name: Server(spec) for name, spec in VETER.items()}
+    try:
+        for server in started.values():
+            server.wait_ready()
+        yield started
+    finally:
+        for server in started.values():
+            server.close()
+
+
+def _connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _read_to_end(sock: socket.socket) -> tuple[bytes, str]:
+    """Everything until the server closes, and how it closed ("eof" or "reset")."""
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return data, "reset"
+        if not chunk:
+            return data, "eof"
+        data += chunk
+
+
+@pytest.mark.parametrize("interface", ["asgi", "wsgi"])
+@pytest.mark.xfail(
+    strict=True,
+    reason="an answer veter ends by closing (HTTP/1.0, no length from the app) is followed by "
+    "the answer to the next pipelined request on the same connection",
+)
+def test_close_delimited_answer_is_the_last(servers: dict[str, Server], interface: str) -> None:
+    """Seed 1 case 17 (WSGI). An HTTP/1.0 keep-alive request whose app streams its
+    answer without a length gets `Connection: close` and a body ended by closing;
+    nothing may follow it (RFC 9112 6.3, 9.6), or the client reads the next answer
+    as part of this one's body."""
+    with _connect(servers[interface].port) as sock:
+        sock.sendall(
+            b"GET /p/a?id=a&read=none&answer=stream&n=2&size=13 HTTP/1.0\r\nHost: x\r\n"
+            b"Connection: keep-alive\r\n\r\n"
+            b"GET /p/b?id=b&read=none&answer=one&size=5 HTTP/1.0\r\nHost: x\r\n\r\n"
+        )
+        data, _ = _read_to_end(sock)
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert b"Connection: close" in head
+    assert body == b"0123456789abc"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="receive() after the answer gives the body the app did not read, not http.disconnect",
+)
+def test_receive_after_the_answer_is_a_disconnect(servers: dict[str, Server]) -> None:
+    """Seed 1 case 39. ASGI (HTTP connection scope, "http.disconnect"): sent when
+    receive is called after a response has been sent; uvicorn does so, and so do
+    docs/asgi.md's words. veter hands over the pending (empty) body message first."""
+    server = servers["asgi"]
+    with _connect(server.port) as sock:
+        sock.sendall(
+            b"GET /p/g?id=g&read=none&answer=one&size=3&after=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        _read_to_end(sock)
+    records, _ = server.fence()
+    (record,) = [r for r in records if r["id"] == "g"]
+    assert record["after"] == "http.disconnect"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a WSGI app's streamed answer is cut after its first block when the client has "
+    "half-closed (shutdown of its sending side) after the request",
+)
+def test_wsgi_streamed_answer_to_a_half_closed_client(servers: dict[str, Server]) -> None:
+    """Seed 1 cases 4, 15 and 66. A client that shuts down its sending side once
+    its request is out (nc, some proxies and scripts) still reads: the whole
+    answer is due, as veter's own end_of_input says ("answer what is in flight,
+    then close"). The ASGI path sends it all; the WSGI path stops after the
+    iterable's first block."""
+    with _connect(servers["wsgi"].port) as sock:
+        # Three blocks of 366,667 bytes: the client's close is seen while the first is written.
+        sock.sendall(b"GET /p/h?id=h&read=none&answer=stream&n=3&size=1100000 HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.shutdown(socket.SHUT_WR)
+        data, end = _read_to_end(sock)
+    assert end == "eof"
+    chunks = data.partition(b"\r\n\r\n")[2]
+    assert len(b"".join(chunks.split(b"\r\n")[1::2])) == 1_100_000
+
+
+@pytest.mark.parametrize("interface", ["asgi", "wsgi"])
+@pytest.mark.xfail(
+    strict=True,
+    reason="veter closes a connection whose request body is still arriving without draining "
+    "it after the app's answer (no lingering close), so the client's next bytes draw a reset",
+)
+def test_closing_after_an_unread_body_lingers(servers: dict[str, Server], interface: str) -> None:
+    """Seed 1 cases 40 and 65. The app answers without reading a body that is still
+    arriving, and veter closes the connection (`Connection: close`). A client still
+    sending must not be reset: RFC 9112 9.6 (close the sending side, go on reading
+    a while), as veter does after its own 400 and 413 (--linger-timeout). The
+    fuzzer's client, which reads while it writes, lost the whole answer to the
+    reset. Here the client reads the answer and the close, then sends the rest of
+    the declared body: each write after the first meets the reset."""
+    with _connect(servers[interface].port) as sock:
+        sock.sendall(
+            b"POST /p/l?id=l&read=none&answer=one&size=10 HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Length: 70000\r\nConnection: close\r\n\r\n" + b"x" * 1000
+        )
+        data, end = _read_to_end(sock)
+        assert (data.endswith(b"0123456789"), end) == (True, "eof")
+        for _ in range(69):
+            sock.sendall(b"y" * 1000)
+
+
+def test_fence_answers_json(servers: dict[str, Server]) -> None:
+    """The probe apps' fence, which every test above relies on, answers JSON."""
+    for server in servers.values():
+        with _connect(server.port) as sock:
+            sock.sendall(b"GET /fence HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data, _ = _read_to_end(sock)
+        assert set(json.loads(data.partition(b"\r\n\r\n")[2])) == {"records", "running"}
