@@ -17,9 +17,10 @@ from typing import Any
 import msgspec
 import orjson
 
-from veter.typed.kinds import strip_optional, unannotated
+from veter.typed.kinds import list_item, strip_optional, unannotated
+from veter.typed.text import problems_of, read, rule_for
 
-__all__ = ["Problem", "explain", "from_validation_error", "problem", "value_problems"]
+__all__ = ["Problem", "explain", "fields_of", "from_validation_error", "problem", "value_problems"]
 
 Problem = dict[str, Any]
 #: msgspec ends a message with the failing place: "... - at `$.items[0].qty`".
@@ -97,10 +98,20 @@ def value_problems(
                 found.append(problem(loc, "Field required", "missing"))
             continue
         value = raw[source.name]
+        show = source.location not in _HIDDEN
+        item = list_item(source.type)
+        rule = rule_for(item if item is not None else source.type)
+        if rule is not None:
+            bad = problems_of(rule, item is not None, value)
+            for index, error in bad:
+                at, text = (loc, value) if index is None else ([*loc, index], value[index])
+                found.append(problem(at, str(error), error.kind, text, show=show))
+            if bad:
+                continue
         try:
-            msgspec.convert(value, source.type, strict=False)
+            msgspec.convert(read(rule, item is not None, value), source.type, strict=False)
         except msgspec.ValidationError as error:
-            found.append(from_validation_error(error, loc, value, show=source.location not in _HIDDEN))
+            found.append(from_validation_error(error, loc, value, show=show))
     return found
 
 
@@ -109,7 +120,7 @@ def explain(value: Any, tp: Any, loc: list[Any], *, strict: bool = True) -> list
     base = strip_optional(tp)
     if value is None and base is not unannotated(tp):
         return []  # an optional value left out
-    fields = _fields(base)
+    fields = fields_of(base)
     if fields is not None:
         if not isinstance(value, Mapping):
             return [problem(loc, f"Expected `object`, got `{_json_type(value)}`", "invalid", value)]
@@ -147,7 +158,7 @@ def _leaf(value: Any, tp: Any, loc: list[Any], strict: bool) -> list[Problem]:
     return []
 
 
-def _fields(tp: Any) -> list[tuple[str, Any, bool]] | None:
+def fields_of(tp: Any) -> list[tuple[str, Any, bool]] | None:
     """(key in the JSON object, type, required) of a model's fields, or None."""
     if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
         return [(f.encode_name, f.type, f.required) for f in msgspec.structs.fields(tp)]

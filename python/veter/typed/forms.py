@@ -13,9 +13,10 @@ import msgspec
 
 from veter.exceptions import RequestValidationError
 from veter.forms import FormData, UploadFile
-from veter.typed.explain import Problem, explain, from_validation_error, problem, value_problems
+from veter.typed.explain import Problem, explain, fields_of, from_validation_error, problem, value_problems
 from veter.typed.kinds import is_pydantic_model, list_item, strip_optional, unannotated
 from veter.typed.signature import Plan, Source
+from veter.typed.text import Rules, TextError, apply, problems_of, read, text_rules
 
 __all__ = ["form_reader"]
 
@@ -33,7 +34,8 @@ def form_reader(plan: Plan) -> FormReader | None:
     if not plan.form:
         return None
     fields = tuple(s for s in plan.form if s.location == "form" and not s.whole)
-    wholes = tuple((s, _list_keys(s.type)) for s in plan.form if s.whole)
+    rules = text_rules([(s.name, s.type) for s in fields])
+    wholes = tuple((s, _list_keys(s.type), _model_rules(s.type)) for s in plan.form if s.whole)
     files = tuple(s for s in plan.form if s.location == "file")
     model = (
         msgspec.defstruct(
@@ -51,13 +53,15 @@ def form_reader(plan: Plan) -> FormReader | None:
         problems: list[Problem] = []
         if model is not None:
             raw = {s.name: v for s in fields if (v := _text_value(form, s, problems)) is not msgspec.UNSET}
+            texts = dict(raw)
             try:
+                apply(rules, raw)
                 checked = msgspec.convert(raw, model, strict=False)
                 kwargs.update((s.name, getattr(checked, s.name)) for s in fields)
-            except msgspec.ValidationError:
-                problems.extend(value_problems(fields, raw, under="body"))
-        for source, lists in wholes:
-            value = _whole(form, source, lists, problems)
+            except (msgspec.ValidationError, TextError):
+                problems.extend(value_problems(fields, texts, under="body"))
+        for source, lists, model_rules in wholes:
+            value = _whole(form, source, lists, model_rules, problems)
             if value is not msgspec.UNSET:
                 kwargs[source.name] = value
         for source in files:
@@ -101,7 +105,38 @@ def _list_keys(tp: Any) -> frozenset[str]:
     return frozenset(keys)
 
 
-def _whole(form: FormData, source: Source, lists: frozenset[str], problems: list[Problem]) -> Any:
+def _model_rules(tp: Any) -> Rules:
+    """The text rules of a form model's fields, by the field's name in the form."""
+    model = strip_optional(tp)
+    if is_pydantic_model(model):
+        return text_rules(
+            [(info.alias or name, info.annotation) for name, info in model.model_fields.items()]
+        )
+    return text_rules([(key, field_type) for key, field_type, _ in fields_of(model) or ()])
+
+
+def _read_texts(data: dict[str, Any], rules: Rules, problems: list[Problem]) -> set[str]:
+    """Reads ``data``'s texts by their fields' rules, in place; the keys that do
+    not read are left out of ``data``, their problems added, their keys returned."""
+    bad: set[str] = set()
+    for key, rule, many in rules:
+        if key in data:
+            found = problems_of(rule, many, data[key])
+            for index, error in found:
+                loc = ["body", key] if index is None else ["body", key, index]
+                text = data[key] if index is None else data[key][index]
+                problems.append(problem(loc, str(error), error.kind, text))
+            if found:
+                bad.add(key)
+                del data[key]
+            else:
+                data[key] = read(rule, many, data[key])
+    return bad
+
+
+def _whole(
+    form: FormData, source: Source, lists: frozenset[str], rules: Rules, problems: list[Problem]
+) -> Any:
     data: dict[str, Any] = {}
     for key in form:
         texts = [v for v in form.getall(key) if isinstance(v, str)]
@@ -109,6 +144,19 @@ def _whole(form: FormData, source: Source, lists: frozenset[str], problems: list
             data[key] = texts if key in lists else texts[0]
     if not data and not source.required:
         return source.default
+    bad = _read_texts(data, rules, problems)
+    if bad:
+        # The rest is still checked; a field whose text did not read is not "missing".
+        found: list[Problem] = []
+        _validate_whole(data, source, found)
+        problems.extend(
+            p for p in found if not (p["type"] == "missing" and p["loc"][1:2] and p["loc"][1] in bad)
+        )
+        return msgspec.UNSET
+    return _validate_whole(data, source, problems)
+
+
+def _validate_whole(data: dict[str, Any], source: Source, problems: list[Problem]) -> Any:
     model = strip_optional(source.type)
     if is_pydantic_model(model):
         import pydantic
