@@ -197,3 +197,54 @@ def test_the_depth_limit_is_a_setting() -> None:
     for bad in (0, 501):
         with pytest.raises(ValueError, match="max_json_depth"):
             veter.App(max_json_depth=bad)
+
+
+HUGE = "9" * 5000
+# (how to send it, expected status): values as text, on def and async def routes.
+VALUES: list[tuple[str, dict[str, Any], int]] = [
+    ("/values/1?q=" + HUGE, {}, 422),
+    ("/values/1?f=1e400", {}, 422),
+    ("/values/1?f=nan", {}, 200),
+    ("/values/" + HUGE, {}, 422),
+    ("/values/%ff", {}, 404),  # a path that is not UTF-8 matches no route
+    ("/values/1?s=%ff%fe%00", {}, 200),
+    ("/values/1?s=" + "a" * 7000, {}, 200),
+    ("/values/1?q=%ed%a0%80", {}, 422),
+    ("/values/1?" + "&".join(["many=1"] * 1000), {}, 200),
+    ("/values/1?" + "&".join(["many=1"] * 2000), {}, 414),  # max_start_line
+    ("/values/1?many=1&many=1e2", {}, 422),
+    ("/values/1", {"X-N": HUGE}, 422),
+    ("/values/1", {"X-S": "\xff" * 100}, 200),
+    ("/values/1", {"Cookie": "c=" + HUGE}, 422),
+    ("/values/1", {"Cookie": "cs=%ff; c=1e2"}, 422),
+    ("/avalues/1?q=1e2", {}, 422),
+    ("/avalues/" + HUGE, {"X-N": "0x10"}, 422),
+]
+
+
+@pytest.mark.parametrize(("target", "headers", "status"), VALUES, ids=[v[0][:40] for v in VALUES])
+def test_hostile_values_get_their_answer(
+    client: TestClient, target: str, headers: dict[str, str], status: int
+) -> None:
+    r = client.get(target, headers=headers)
+    assert r.status == status, r.text[:300]
+
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b"n=" + HUGE.encode(), 422),
+        (b"n=1e2", 422),
+        (b"s=%ff%ed%a0%80", 400),  # a form field that is not UTF-8
+        (b"s=" + b"a" * 1_000_000, 200),
+        (b"&".join([b"many=1"] * 900), 200),
+        (b"&".join([b"x=1"] * 1001), 413),  # form_max_fields
+        (b"n=1&many=1&many=%2B2&many=x", 422),
+    ],
+)
+def test_hostile_form_values_get_their_answer(client: TestClient, body: bytes, status: int) -> None:
+    r = client.post("/form", content=body, headers=FORM)
+    assert r.status == status, r.text[:300]
