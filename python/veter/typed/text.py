@@ -115,13 +115,34 @@ _RULES: dict[Any, Callable[[str], Any]] = {
 }
 
 
+class OrNull:
+    """The rule of an optional type: the text ``null`` reads as None (what OpenAPI
+    tools such as Schemathesis send for a null in a query or form, and what msgspec
+    reads for the types it converts), any other text by the type's rule."""
+
+    __slots__ = ("rule",)
+
+    def __init__(self, rule: Callable[[str], Any]) -> None:
+        self.rule = rule
+
+    def __call__(self, text: str) -> Any:
+        return None if text == "null" else self.rule(text)
+
+
+_OR_NULL = {rule: OrNull(rule) for rule in _RULES.values()}
+
+
 def rule_for(tp: Any) -> Callable[[str], Any] | None:
     """The rule reading ``tp`` (optional and constrained too) from text, or None
     for a type msgspec reads (str, UUID, dates, an Enum, a Literal, a union)."""
-    base = strip_optional(unannotated(tp))
+    plain = unannotated(tp)
+    base = strip_optional(plain)
     if isinstance(base, type) and issubclass(base, enum.Enum):
         return None
-    return _RULES.get(base)
+    rule = _RULES.get(base)
+    if rule is not None and base is not plain:
+        return _OR_NULL[rule]
+    return rule
 
 
 #: (parameter or field name, rule, takes a list of texts)
@@ -150,8 +171,9 @@ def split_rules(rules: Rules) -> tuple[bool, tuple[str, ...]]:
     and the ints whose text must then be plain digits (msgspec refuses the rest of
     what the int rule reads, a sign or leading zeros, and reads what it refuses
     only with a non-digit in it: ``1e2``, ``5.0``)."""
-    agrees = all(not many and rule in (int_from_text, *_LAX_AGREES) for _, rule, many in rules)
-    plain_ints = tuple(name for name, rule, many in rules if rule is int_from_text and not many)
+    bases = [(name, rule.rule if isinstance(rule, OrNull) else rule, many) for name, rule, many in rules]
+    agrees = all(not many and rule in (int_from_text, *_LAX_AGREES) for _, rule, many in bases)
+    plain_ints = tuple(name for name, rule, many in bases if rule is int_from_text and not many)
     return agrees, plain_ints
 
 
