@@ -13,9 +13,9 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 .PHONY: run test build lint rust-test py-test wheels wheel-test py-versions py-versions-prepare fuzz-prepare fuzz-ci bench clean docs-settings
 
 # The frameworks and clients the hosted-app tests serve and drive (tests/hosted/):
-# real ASGI apps, independent clients, and uvicorn as the differential oracle.
+# real ASGI apps, independent clients, and uvicorn and gunicorn as the differential oracles.
 HOSTED_TEST_DEPS := "fastapi>=0.115" "starlette>=0.40" "python-multipart>=0.0.18" "httpx>=0.27" \
-	"uvicorn>=0.30" "httptools>=0.6" "flask>=3" "django>=5" "litestar>=2.12" "quart>=0.19"
+	"uvicorn>=0.30" "httptools>=0.6" "gunicorn>=23" "flask>=3" "django>=5" "litestar>=2.12" "quart>=0.19"
 
 # Other supported Pythons the tests also run on (found under pyenv or on PATH).
 EXTRA_PYTHONS ?= 3.12 3.13

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.hosted.fuzz.cases import Case
-from tests.hosted.fuzz.rules import Context, Side, allowed, answer_view, end_view, record_view
+from tests.hosted.fuzz.rules import Context, Side, allowed, answer_view, end_view, known_bug, record_view
 
 
 @dataclass
 class Verdict:
-    outcome: str  # "same", "allowed" or "mismatch"
+    outcome: str  # "same", "allowed", "known" (an open bug with its test) or "mismatch"
     rule: str | None = None
     detail: str = ""
 
@@ -33,9 +33,15 @@ def compare(case: Case, veter: Side, peer: Side) -> Verdict:
     else:
         if end_view(case, veter.exchange) == end_view(case, peer.exchange):
             return Verdict("same")
-    rule = allowed(Context(case, first, veter, peer))
+    ctx = Context(case, first, veter, peer)
     detail = _diff(case, first, veter, peer)
-    return Verdict("allowed", rule, detail) if rule else Verdict("mismatch", None, detail)
+    rule = allowed(ctx)
+    if rule:
+        return Verdict("allowed", rule, detail)
+    bug = known_bug(ctx)
+    if bug:
+        return Verdict("known", bug, detail)
+    return Verdict("mismatch", None, detail)
 
 
 def _show(view: object) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -23,6 +24,7 @@ class Report:
     cases: Counter[int] = field(default_factory=Counter)  # by seed
     same: int = 0
     allowed: Counter[str] = field(default_factory=Counter)
+    known: Counter[str] = field(default_factory=Counter)  # open bugs, by their xfail test
     peer_faults: Counter[str] = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
 
@@ -33,6 +35,10 @@ class Report:
             f"failures: {len(self.failures)}",
         ]
         lines += [f"allowed by rule {name}: {n}" for name, n in sorted(self.allowed.items())]
+        lines += [
+            f"known veter bug (tests/hosted/test_fuzz_findings.py::{n}): {c}"
+            for n, c in sorted(self.known.items())
+        ]
         lines += [f"peer fault (not veter's) {name}: {n}" for name, n in sorted(self.peer_faults.items())]
         return "\n".join(lines)
 
@@ -72,13 +78,16 @@ def run_case(case: Case, servers: dict[str, Server], report: Report) -> None:
                 continue
             peer = observe(servers[spec.name], case)
             for fault in own_faults(case, peer):
-                report.peer_faults[f"{spec.name}: {fault.split(':')[0]}"] += 1
+                report.peer_faults[f"{spec.name}: {re.sub(r'[0-9]+', 'N', fault)[:90]}"] += 1
             verdict = compare(case, veter, peer)
             if verdict.outcome == "same":
                 report.same += 1
             elif verdict.outcome == "allowed":
                 assert verdict.rule is not None
                 report.allowed[verdict.rule] += 1
+            elif verdict.outcome == "known":
+                assert verdict.rule is not None
+                report.known[verdict.rule] += 1
             else:
                 report.failures.append(_failure(case, f"{veter.server} vs {spec.name}", verdict.detail))
     for server in servers.values():

@@ -1,0 +1,45 @@
+"""The hosted-app differential fuzzer (tests/hosted/fuzz/) in the test command:
+fixed seeds for a bounded time (VETER_FUZZ_SECONDS in all, 60 by default), or one
+seed (VETER_FUZZ_SEED), or one case of it (VETER_FUZZ_CASE). A failure prints
+the seed, the case, its bytes and the difference; the long run is
+``python -m tests.hosted.fuzz --minutes 30``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.hosted.fuzz.__main__ import SEEDS
+from tests.hosted.fuzz.run import run
+from tests.hosted.fuzz.servers import PEERS, VETER, Server, start
+
+pytest.importorskip("uvicorn")
+pytest.importorskip("gunicorn")
+
+SECONDS = float(os.environ.get("VETER_FUZZ_SECONDS", "60"))
+ONE_SEED = os.environ.get("VETER_FUZZ_SEED")
+ONE_CASE = os.environ.get("VETER_FUZZ_CASE")
+RUN_SEEDS = [int(ONE_SEED)] if ONE_SEED else list(SEEDS)
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(SECONDS / len(RUN_SEEDS) + 120)]
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, Server]]:
+    started = start([*VETER.values(), *PEERS])
+    try:
+        yield started
+    finally:
+        for server in started.values():
+            server.close()
+
+
+@pytest.mark.parametrize("seed", RUN_SEEDS)
+def test_hosted_apps_agree_with_uvicorn_and_gunicorn(servers: dict[str, Server], seed: int) -> None:
+    case = int(ONE_CASE) if ONE_CASE else None
+    report = run(servers, [seed], SECONDS / len(RUN_SEEDS), only_case=case)
+    print(report.summary())
+    assert sum(report.cases.values()) > 0
+    assert not report.failures, "\n\n".join(report.failures) + "\n\n" + report.summary()
