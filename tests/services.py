@@ -401,14 +401,14 @@ http {{
 
 
 class HAProxy(Service):
-    """HAProxy (the Debian package's, 2.6) in ``mode http`` in front of ``upstreams``.
-
-    Its defaults, with the timeouts of Debian's own /etc/haproxy/haproxy.cfg: HTTP
-    keep-alive on both sides, idle upstream connections shared between requests
-    (``http-reuse safe``). ``server_close=True`` adds ``option http-server-close``:
-    ``Connection: close`` upstream, a new upstream connection per request. Only
-    failed or abnormal requests are logged (``option dontlog-normal``), to the log
-    file (``errors``)."""
+    """HAProxy (the Debian package's, 2.6) in ``mode http`` in front of ``upstreams``,
+    set up as docs/deploy.md recommends (keep this and that in step): HAProxy's
+    default connection handling (HTTP keep-alive on both sides, idle upstream
+    connections shared under ``http-reuse safe``), ``option forwardfor``, a 1 s
+    connect timeout and a server timeout above veter's request timeout.
+    ``server_close=True`` adds ``option http-server-close``: ``Connection: close``
+    upstream, a new upstream connection per request. Only failed or abnormal
+    requests are logged (``option dontlog-normal``), to the log file (``errors``)."""
 
     name = "haproxy"
 
@@ -428,13 +428,15 @@ defaults
     mode http
     log global
     option httplog
+    option dontlognull
     option dontlog-normal
-    timeout connect 5s
+    timeout connect 1s
     timeout client 50s
-    timeout server 50s
+    timeout server 65s
 {option}
 frontend web
     bind 127.0.0.1:{self.port}
+    option forwardfor
     default_backend veter
 
 backend veter

@@ -58,12 +58,15 @@ class Upstream:
     version: str
     connection: str  # the Connection header ("-": none)
     reuse: bool  # whether the proxy sent several requests over one connection
+    forwarded: bool  # whether X-Forwarded-For named the client (127.0.0.1)
 
     @classmethod
     def of(cls, heads: list[Headers]) -> Upstream:
         versions = {h["x-seen-version"] for h in heads}
         connections = {h["x-seen-connection"].lower() for h in heads}
-        assert len(versions) == 1 and len(connections) == 1, (versions, connections)
+        forwarded = {h["x-seen-forwarded-for"] for h in heads}
+        assert len(versions) == len(connections) == len(forwarded) == 1, (versions, connections, forwarded)
+        assert forwarded <= {"-", "127.0.0.1"}, forwarded
         # A request came over a connection an earlier one used when its port was
         # seen before. Ports also come back after their connection closed (the
         # kernel hands them out again: up to 7% of requests in a run measured
@@ -73,7 +76,7 @@ class Upstream:
         repeats = sum(ports.values()) - len(ports)
         share = repeats / len(heads)
         assert share < 0.2 or share > 0.5, f"{share:.0%} of requests on a port seen before"
-        return cls(versions.pop(), connections.pop(), share > 0.5)
+        return cls(versions.pop(), connections.pop(), share > 0.5, forwarded == {"127.0.0.1"})
 
 
 # What reaches the app from each client through each front end: the client's own
@@ -83,27 +86,32 @@ class Upstream:
 KEEPALIVE, AB, URLLIB = "keep-alive client", "ab", "urllib"
 UPSTREAM = {
     "direct": {
-        KEEPALIVE: Upstream("1.1", "-", reuse=True),
-        AB: Upstream("1.0", "-", reuse=False),
-        URLLIB: Upstream("1.1", "close", reuse=False),
+        KEEPALIVE: Upstream("1.1", "-", reuse=True, forwarded=False),
+        AB: Upstream("1.0", "-", reuse=False, forwarded=False),
+        URLLIB: Upstream("1.1", "close", reuse=False, forwarded=False),
     },
-    # HTTP/1.0 and a connection per request, whatever the client does.
-    "nginx-stock": dict.fromkeys((KEEPALIVE, AB, URLLIB), Upstream("1.0", "close", reuse=False)),
+    # HTTP/1.0 and a connection per request, whatever the client does; no
+    # X-Forwarded-For unless configured.
+    "nginx-stock": dict.fromkeys(
+        (KEEPALIVE, AB, URLLIB), Upstream("1.0", "close", reuse=False, forwarded=False)
+    ),
     # HTTP/1.1 over its pool of upstream connections, whatever the client does.
-    "nginx-keepalive": dict.fromkeys((KEEPALIVE, AB, URLLIB), Upstream("1.1", "-", reuse=True)),
+    "nginx-keepalive": dict.fromkeys(
+        (KEEPALIVE, AB, URLLIB), Upstream("1.1", "-", reuse=True, forwarded=True)
+    ),
     # The client's version, kept alive; with its default `http-reuse safe` a
     # client's first request gets an upstream connection of its own, its later
     # ones reuse it: no reuse for clients that send one request per connection.
     "haproxy": {
-        KEEPALIVE: Upstream("1.1", "-", reuse=True),
-        AB: Upstream("1.0", "keep-alive", reuse=False),
-        URLLIB: Upstream("1.1", "-", reuse=False),
+        KEEPALIVE: Upstream("1.1", "-", reuse=True, forwarded=True),
+        AB: Upstream("1.0", "keep-alive", reuse=False, forwarded=True),
+        URLLIB: Upstream("1.1", "-", reuse=False, forwarded=True),
     },
     # The client's version, and the close said in its version's way.
     "haproxy-server-close": {
-        KEEPALIVE: Upstream("1.1", "close", reuse=False),
-        AB: Upstream("1.0", "-", reuse=False),
-        URLLIB: Upstream("1.1", "close", reuse=False),
+        KEEPALIVE: Upstream("1.1", "close", reuse=False, forwarded=True),
+        AB: Upstream("1.0", "-", reuse=False, forwarded=True),
+        URLLIB: Upstream("1.1", "close", reuse=False, forwarded=True),
     },
 }
 

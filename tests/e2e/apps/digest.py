@@ -12,8 +12,9 @@ clients that count statuses but cannot read answers (ApacheBench).
 
 The answer's headers say what reached the app, so a test can tell what a proxy
 sends upstream: ``X-Seen-Version`` (the request's HTTP version), ``X-Seen-Connection``
-(its Connection header, ``-`` when it has none) and ``X-Seen-Peer`` (the port the
-connection came from: one port for many requests means the proxy reused it).
+and ``X-Seen-Forwarded-For`` (its Connection and X-Forwarded-For headers, ``-`` when
+it has none) and ``X-Seen-Peer`` (the port the connection came from: one port for
+many requests means the proxy reused it).
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ import hashlib
 
 
 def answer(
-    i: str, body: bytes, expected: str | None, version: str, connection: str | None, peer: int
+    i: str,
+    body: bytes,
+    expected: str | None,
+    version: str,
+    connection: str | None,
+    forwarded_for: str | None,
+    peer: int,
 ) -> tuple[int, str, dict[str, str]]:
     """The status, body and headers of the answer to a request with ``body``."""
     digest = hashlib.sha256(body).hexdigest()
@@ -30,6 +37,7 @@ def answer(
     headers = {
         "X-Seen-Version": version,
         "X-Seen-Connection": connection if connection else "-",
+        "X-Seen-Forwarded-For": forwarded_for if forwarded_for else "-",
         "X-Seen-Peer": str(peer),
     }
     return status, f"i={i} sha256={digest} len={len(body)}", headers

@@ -20,6 +20,7 @@ async def digest(request: Request) -> PlainTextResponse:
         request.headers.get("x-body-sha256"),
         request.scope["http_version"],
         request.headers.get("connection"),
+        request.headers.get("x-forwarded-for"),
         request.client.port,
     )
     return PlainTextResponse(text, status_code=status, headers=headers)

@@ -18,6 +18,7 @@ def digest() -> Response:
         request.headers.get("X-Body-Sha256"),
         request.environ["SERVER_PROTOCOL"].removeprefix("HTTP/"),
         request.headers.get("Connection"),
+        request.headers.get("X-Forwarded-For"),
         int(request.environ["REMOTE_PORT"]),
     )
     return Response(text, status=status, headers=headers, mimetype="text/plain")

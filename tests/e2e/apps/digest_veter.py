@@ -18,6 +18,7 @@ async def digest(request: veter.Request) -> veter.Response:
         request.header("x-body-sha256"),
         request.http_version,
         request.header("connection"),
+        request.header("x-forwarded-for"),
         request.client[1],
     )
     return veter.Response(text, status=status, headers=headers, content_type="text/plain")
