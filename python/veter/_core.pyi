@@ -215,6 +215,9 @@ class AsgiCycle:
         """The job raised exc."""
     def _veter_start(self, writer: StreamWriter, send_body: bool) -> None: ...
     def _veter_writer(self) -> StreamWriter | None: ...
+    def _veter_left(self) -> Awaitable[None]:
+        """Done once the answer is complete or the client has gone (not at its end
+        of input): what a WSGI job streaming an answer watches."""
     def _veter_abandon(self) -> None: ...
 
 @disjoint_base

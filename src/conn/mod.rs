@@ -203,6 +203,9 @@ pub struct Core<S: Shell> {
     pub in_flight: usize,
     /// A response that closes the connection has been emitted.
     pub closing: bool,
+    /// Reading stopped in the middle of a request (its body, or bytes pipelined
+    /// after it): the client may still be sending (see `input_unfinished`).
+    cut_short: bool,
     /// The transport is closed or handed over: nothing more is written.
     pub closed: bool,
     /// Whether the transport's reading is paused now.
@@ -232,6 +235,7 @@ impl<S: Shell> Core<S> {
             next_seq: 0,
             in_flight: 0,
             closing: false,
+            cut_short: false,
             closed: false,
             reading_paused: false,
             stream: None,
@@ -550,7 +554,10 @@ impl<S: Shell> Core<S> {
 
     /// No more input will be read: answer what is in flight, then close.
     pub fn end_of_input(&mut self) -> bool {
+        let cut_short = self.cut_short;
         self.stop_after_response();
+        // The client has sent all it will: nothing of it is left to drain.
+        self.cut_short = cut_short;
         !self.queue.is_empty()
     }
 
@@ -568,8 +575,18 @@ impl<S: Shell> Core<S> {
         }
     }
 
+    /// Whether the client may still be sending what this connection will not read:
+    /// a request's body (still arriving, or cut short) or what it pipelined after
+    /// it. Closing such a connection at once would reset it, and the client's
+    /// kernel would drop the answer unread: the shell lingers instead.
+    pub fn input_unfinished(&self) -> bool {
+        self.cut_short || matches!(self.reading, Reading::Body(_) | Reading::Stream(_))
+    }
+
     /// Closes the connection after the responses already queued; reads no more.
     pub fn stop_after_response(&mut self) {
+        self.cut_short |=
+            !self.buf.is_empty() || matches!(self.reading, Reading::Body(_) | Reading::Stream(_));
         self.closing = true;
         self.reading = Reading::Stopped;
         self.buf.clear();

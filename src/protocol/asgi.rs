@@ -81,6 +81,9 @@ struct State {
     send_waiter: Option<Py<PyAny>>,
     /// A `receive` waiting for the end (the answer sent, or the client gone).
     end_waiter: Option<Py<PyAny>>,
+    /// A WSGI job's watch (`_veter_left`) waiting for the same end; unlike
+    /// `receive`, not woken by the client's end of input.
+    left_waiter: Option<Py<PyAny>>,
     ending: Ending,
 }
 
@@ -222,15 +225,18 @@ impl Cycle {
 
     /// The answer is complete (or never will be): a waiting `receive` learns it.
     fn end(&self, py: Python<'_>) {
-        let waiter = {
+        let (waiter, left) = {
             let mut state = self.locked();
             if state.ending == Ending::Running {
                 state.ending = Ending::Complete;
             }
-            state.end_waiter.take()
+            (state.end_waiter.take(), state.left_waiter.take())
         };
         if let Some(waiter) = waiter {
             resolve(py, &waiter, disconnect_message(py).map(Bound::into_any));
+        }
+        if let Some(left) = left {
+            resolve(py, &left, Ok(py.None().into_bound(py)));
         }
     }
 
@@ -273,9 +279,13 @@ impl Cycle {
 #[pymethods]
 impl Cycle {
     /// The next message for the app: the body's, then (when the answer is complete
-    /// or the client gone) `http.disconnect`.
+    /// or the client gone) `http.disconnect`. Once the answer is complete it is
+    /// `http.disconnect` at once, even with body left unread (the ASGI spec; uvicorn).
     fn receive(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let mut state = self.locked();
+        if matches!(state.reply, Reply::Done) {
+            return Ok(ready(py, disconnect_message(py)?.into_any().unbind())?.into_any());
+        }
         if let Some(body) = &state.body {
             if !body.get().told_end() {
                 let body = body.clone_ref(py);
@@ -400,6 +410,22 @@ impl Cycle {
             return None;
         }
         state.writer.as_ref().map(|w| w.clone_ref(py))
+    }
+
+    /// An awaitable of None once the answer is complete or the client has gone: what
+    /// a WSGI job streaming an answer watches to stop (a client that only shut down
+    /// its sending side still reads, so its end of input does not count).
+    fn _veter_left(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let mut state = self.locked();
+        if matches!(state.ending, Ending::Complete | Ending::Gone) {
+            return done(py);
+        }
+        if state.left_waiter.is_some() {
+            return Err(PyRuntimeError::new_err("_veter_left() is already awaited"));
+        }
+        let future = new_future(py)?;
+        state.left_waiter = Some(future.clone_ref(py));
+        Ok(future)
     }
 
     /// The client left before the stream could start.

@@ -82,7 +82,7 @@ impl Completion {
                 }
             }
             if let Some(plan) = &plan {
-                this.note_stream(plan);
+                this.note_stream(plan, Some(self.seq));
             }
             if let Some(slot) = this.core.slot_mut(self.seq) {
                 slot.bytes = Some(bytes);

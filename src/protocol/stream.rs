@@ -236,15 +236,20 @@ pub fn activate(plan: Box<Plan>) -> (Active, (Py<PyAny>, bool)) {
 impl Connection {
     /// Queues a streamed response: `head` holds its head (and anything before it).
     pub(super) fn queue_stream(&mut self, head: Vec<u8>, plan: Box<Plan>) {
-        self.note_stream(&plan);
+        self.note_stream(&plan, None);
         self.core.queue_stream(head, plan);
     }
 
-    /// Marks the plan of a finished handler's slot; the body closes the connection
-    /// when its length is unknown to an HTTP/1.0 client.
-    pub(super) fn note_stream(&mut self, plan: &Plan) {
+    /// Marks the plan of a finished handler's slot (`seq`; None: the slot about to
+    /// be queued, the last): a body whose length an HTTP/1.0 client is not told ends
+    /// with the connection, so that answer is the last: the requests after it are
+    /// dropped unanswered (their answers would be read as part of its body).
+    pub(super) fn note_stream(&mut self, plan: &Plan, seq: Option<u64>) {
         if plan.length == BodyLength::UntilClose {
-            self.core.stop_after_response();
+            match seq {
+                Some(seq) => self.core.last_answer(seq),
+                None => self.core.last_request(),
+            }
         }
     }
 

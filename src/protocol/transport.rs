@@ -70,7 +70,7 @@ impl Connection {
         let Some(limit) = self.disp.linger else {
             return false;
         };
-        if self.lingering.is_some() || !self.may_be_sending {
+        if self.lingering.is_some() || !(self.may_be_sending || self.core.input_unfinished()) {
             return false; // an idle or drained connection closes at once, as before
         }
         let half_closes = self.transport.as_ref().is_some_and(|t| {

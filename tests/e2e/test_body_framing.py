@@ -308,3 +308,21 @@ def test_every_body_reaches_every_front_end(servers: dict[str, int], front: str,
         if problems:
             failed.append(f"{case}: {'; '.join(problems)}")
     assert not failed, f"{len(failed)} case(s) failed:\n" + "\n".join(failed)
+
+
+@pytest.mark.parametrize("front", list(FRONT_ENDS))
+def test_an_answer_ended_by_closing_is_the_last(servers: dict[str, int], front: str) -> None:
+    # A streamed answer to HTTP/1.0 (kept alive) has no length: the close ends it,
+    # so nothing may follow it, not even the answer to a request pipelined behind.
+    ref, path = FRONT_ENDS[front]
+    with socket.create_connection(("127.0.0.1", servers[ref]), timeout=TIMEOUT) as sock:
+        sock.sendall(
+            f"POST {path}?answer=streamed HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nab"
+            f"GET {path} HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".encode()
+        )
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert b"Connection: close" in head
+    assert SUMMARY.fullmatch(body), body

@@ -3,15 +3,17 @@ exchange that shows it, against veter serving the fuzzer's probe apps
 (tests/hosted/apps/probe.py: the query says what the app does).
 
 A test marked xfail(strict) is a bug still open: it fails today and must pass
-once fixed (then the mark comes off). The seed and case that found each are
+once fixed (then the mark comes off; the first four were fixed together). The seed and case that found each are
 named in its docstring (replay: VETER_FUZZ_SEED=S VETER_FUZZ_CASE=C python -m
 tests.hosted.fuzz).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -53,11 +55,6 @@ def _read_to_end(sock: socket.socket) -> tuple[bytes, str]:
 
 
 @pytest.mark.parametrize("interface", ["asgi", "wsgi"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="an answer veter ends by closing (HTTP/1.0, no length from the app) is followed by "
-    "the answer to the next pipelined request on the same connection",
-)
 def test_close_delimited_answer_is_the_last(servers: dict[str, Server], interface: str) -> None:
     """Seed 1 case 17 (WSGI). An HTTP/1.0 keep-alive request whose app streams its
     answer without a length gets `Connection: close` and a body ended by closing;
@@ -75,10 +72,6 @@ def test_close_delimited_answer_is_the_last(servers: dict[str, Server], interfac
     assert body == b"0123456789abc"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="receive() after the answer gives the body the app did not read, not http.disconnect",
-)
 def test_receive_after_the_answer_is_a_disconnect(servers: dict[str, Server]) -> None:
     """Seed 1 case 39. ASGI (HTTP connection scope, "http.disconnect"): sent when
     receive is called after a response has been sent; uvicorn does so, and so do
@@ -94,11 +87,6 @@ def test_receive_after_the_answer_is_a_disconnect(servers: dict[str, Server]) ->
     assert record["after"] == "http.disconnect"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a WSGI app's streamed answer is cut after its first block when the client has "
-    "half-closed (shutdown of its sending side) after the request",
-)
 def test_wsgi_streamed_answer_to_a_half_closed_client(servers: dict[str, Server]) -> None:
     """Seed 1 cases 4, 15 and 66. A client that shuts down its sending side once
     its request is out (nc, some proxies and scripts) still reads: the whole
@@ -116,11 +104,6 @@ def test_wsgi_streamed_answer_to_a_half_closed_client(servers: dict[str, Server]
 
 
 @pytest.mark.parametrize("interface", ["asgi", "wsgi"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="veter closes a connection whose request body is still arriving without draining "
-    "it after the app's answer (no lingering close), so the client's next bytes draw a reset",
-)
 def test_closing_after_an_unread_body_lingers(servers: dict[str, Server], interface: str) -> None:
     """Seed 1 cases 40 and 65. The app answers without reading a body that is still
     arriving, and veter closes the connection (`Connection: close`). A client still
@@ -138,6 +121,31 @@ def test_closing_after_an_unread_body_lingers(servers: dict[str, Server], interf
         assert (data.endswith(b"0123456789"), end) == (True, "eof")
         for _ in range(69):
             sock.sendall(b"y" * 1000)
+
+
+def test_whole_answer_while_an_unread_body_arrives(servers: dict[str, Server]) -> None:
+    """Seed 4 case 275 (and 4-28, 4-160 on the WSGI path, where it is rarer). A
+    `Connection: close` upload of 1.2 MB that the app does not read; the app
+    answers 1.1 MB with its length. The client writes the body while it reads, as
+    any client with a reader and a writer does. The answer must arrive whole: veter
+    sends a close after a part of it (clean EOF, less than Content-Length)."""
+    sock = _connect(servers["asgi"].port)
+
+    def write() -> None:
+        with contextlib.suppress(OSError):  # the body may be refused once answered
+            sock.sendall(
+                b"PUT /p/w?id=w&read=none&answer=sized&n=2&size=1100000 HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Length: 1200000\r\nConnection: close\r\n\r\n"
+            )
+            for _ in range(0, 1_200_000, 65536):
+                sock.sendall(b"b" * 65536)
+
+    writer = threading.Thread(target=write, daemon=True)
+    with sock:
+        writer.start()
+        data, _ = _read_to_end(sock)
+        writer.join(TIMEOUT)
+    assert len(data.partition(b"\r\n\r\n")[2]) == 1_100_000
 
 
 def test_fence_answers_json(servers: dict[str, Server]) -> None:

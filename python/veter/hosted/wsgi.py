@@ -142,9 +142,8 @@ class Bridge:
     ) -> None:
         if not self._threads:
             raise RuntimeError("the WSGI thread pool is not running (the server has stopped)")
-        receive = cycle.receive
-        environ["wsgi.input"] = body = InputStream(receive, loop, first)
-        call = Call(self.app, environ, body, receive, cycle.send, loop)
+        environ["wsgi.input"] = body = InputStream(cycle.receive, loop, first)
+        call = Call(self.app, environ, body, cycle._veter_left, cycle.send, loop)
         self._jobs.put((cycle._wsgi_settled, cycle._wsgi_failed, contextvars.copy_context(), call))
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
@@ -177,14 +176,14 @@ class Call:
         app: WsgiCallable,
         environ: dict[str, Any],
         body: InputStream,
-        receive: Receive,
+        left: Callable[[], Awaitable[None]],
         send: Send,
         loop: asyncio.AbstractEventLoop,
     ) -> None:
         self.app = app
         self.environ = environ
         self.body = body
-        self.receive = receive
+        self.left = left  # done once the answer is complete or the client has gone
         self.send = send
         self.loop = loop
         self.status: int | None = None
@@ -192,7 +191,7 @@ class Call:
         self.length: int | None = None
         self.streaming = False  # the head has gone to the loop
         self.buffered: list[bytes] = []
-        self.gone: Future[Message] | None = None
+        self.gone: Future[None] | None = None
 
     def start_response(
         self, status: str, headers: list[tuple[str, str]], exc_info: ExcInfo | None = None
@@ -284,17 +283,14 @@ class Call:
             assert self.status is not None
             self.streaming = True
             self._relay({"type": "http.response.start", "status": self.status, "headers": self.headers})
-            if self.body.exhausted:
-                # After the body, receive() answers http.disconnect when the answer
-                # ends or the client leaves: watched so an endless stream stops.
-                self.gone = asyncio.run_coroutine_threadsafe(self._disconnect(), self.loop)
+            # Watched so an endless stream stops when the client leaves (not when it
+            # only shuts down its sending side: it still reads the answer).
+            self.gone = asyncio.run_coroutine_threadsafe(self._left(), self.loop)
         self._relay({"type": "http.response.body", "body": block, "more_body": True})
         return not (self.gone is not None and self.gone.done())
 
-    async def _disconnect(self) -> Message:
-        while (message := await self.receive())["type"] != "http.disconnect":
-            pass  # an empty body's one http.request
-        return message
+    async def _left(self) -> None:
+        await self.left()
 
     def _relay(self, message: Message) -> None:
         asyncio.run_coroutine_threadsafe(_sent(self.send, message), self.loop).result()

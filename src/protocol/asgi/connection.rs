@@ -254,6 +254,7 @@ impl Connection {
                     early_end: None,
                     send_waiter: None,
                     end_waiter: None,
+                    left_waiter: None,
                     ending: Ending::Running,
                 }),
             },
@@ -350,7 +351,7 @@ impl Connection {
                 framing,
             } => {
                 slot.bytes = Some(head);
-                self.note_stream(&plan);
+                self.note_stream(&plan, seq);
                 if let Some(slot) = seq.and_then(|seq| self.core.slot_mut(seq)) {
                     slot.stream = Some(plan);
                 }
