@@ -189,6 +189,10 @@ pub enum Feed {
     Joined(Vec<u8>),
 }
 
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts: closing, closed, reading paused, input cut short"
+)]
 pub struct Core<S: Shell> {
     pub reading: Reading<S>,
     /// Input not parsed yet (an incomplete head, or input held by a pause).
@@ -349,7 +353,8 @@ impl<S: Shell> Core<S> {
                 } else {
                     // The request was the connection's last (`last_request`), or
                     // where the next one would start is unknown: close after the
-                    // handler's answer.
+                    // handler's answer (draining what the client sent after it).
+                    self.cut_short |= *pos < data.len();
                     self.closing = true;
                     self.buf.clear();
                     Reading::Stopped
