@@ -161,9 +161,15 @@ def _http10_keep_alive(ctx: Context) -> bool:
     if not ctx.peer.server.startswith("uvicorn"):
         return False
     request = ctx.request
-    if request is not None and request.version == "1.0" and request.keep_alive:
-        # Closing with the next request unread, uvicorn's own answer can be lost to the reset.
-        return ctx.index < len(ctx.case.requests) - 1 and _peer_closed_before(ctx)
+    # Closing with the next request unread, uvicorn's own answer can be lost to the reset.
+    if (
+        request is not None
+        and request.version == "1.0"
+        and request.keep_alive
+        and ctx.index < len(ctx.case.requests) - 1
+        and _peer_closed_before(ctx)
+    ):
+        return True
     if ctx.index == 0:
         return False
     before = ctx.case.requests[ctx.index - 1]
@@ -184,6 +190,10 @@ def _peer_reset(ctx: Context) -> bool:
     if ctx.request is None:  # the end state: both closed there, the peer with input unread
         return peer.end == "reset" and veter.end == "eof"
     return peer.end == "reset" and _peer_closed_before(ctx) and len(veter.answers) > len(peer.answers)
+
+
+def _peer_hang(ctx: Context) -> bool:
+    return ctx.peer.exchange.end == "timeout" and ctx.veter.exchange.end != "timeout"
 
 
 def _truncated_body(ctx: Context) -> bool:
@@ -398,6 +408,12 @@ DIFFERENCES: list[Difference] = [
         "an answer to an HTTP/1.0 request with no length from the app: veter says Connection: close and "
         "closes after it (even for HEAD, where no body needs the close); gunicorn keeps a HEAD's connection",
         _http10_no_length_close,
+    ),
+    Difference(
+        "peer-hang",
+        "the peer neither answered nor closed within the case's time (gunicorn waiting on a body "
+        "framing it cannot parse, e.g. an overflowing chunk size); veter answered 400 or closed",
+        _peer_hang,
     ),
     Difference(
         "peer-reset",
