@@ -44,6 +44,39 @@ if [ ! -e "$stamp" ]; then
         && touch "$stamp" || say "pip install of the peers failed"
 fi
 
+# uvicorn on zuvloop needs Python 3.14+: a second peers venv on the 3.14 that
+# scripts/find-python.sh finds (pyenv, PATH, or unpacked from Debian sid's packages).
+case "$SCENARIO" in all|asgi)
+    if [ ! -x "$WORK/venv-peers-3.14/bin/python" ]; then
+        say "virtualenv for the peers on Python 3.14"
+        py314=$(bash ../scripts/find-python.sh 3.14) \
+            && bash ../scripts/make-venv.sh "$py314" "$WORK/venv-peers-3.14" \
+            || { say "no Python 3.14: the 3.14 peers will be reported as not available"; rm -rf "$WORK/venv-peers-3.14"; }
+    fi
+    stamp="$WORK/venv-peers-3.14/.installed-$(sha1sum setup/requirements-peers-3.14.txt | cut -c1-12)"
+    if [ -x "$WORK/venv-peers-3.14/bin/python" ] && [ ! -e "$stamp" ]; then
+        say "pip install peers on Python 3.14"
+        "$WORK/venv-peers-3.14/bin/pip" install -q --disable-pip-version-check -r setup/requirements-peers-3.14.txt \
+            && touch "$stamp" || say "pip install of the 3.14 peers failed"
+    fi
+    ;;
+esac
+
+# The pythons scenario runs veter on the repo's venvs of each Python (.venv, .venv-3.12 ...
+# .venv-3.15: `make py-versions-prepare EXTRA_PYTHONS="3.12 3.13 3.14 3.15"` makes them) and,
+# on 3.14, on zuvloop: zuvloop goes into a --target dir put on PYTHONPATH, not into the venv.
+case "$SCENARIO" in all|pythons)
+    if [ -x ../.venv-3.14/bin/python ] && [ ! -d "$WORK/zuvloop-3.14/zuvloop" ]; then
+        say "zuvloop for veter's Python 3.14 (.work/zuvloop-3.14)"
+        ../.venv-3.14/bin/python -m pip install -q --disable-pip-version-check --no-deps --target "$WORK/zuvloop-3.14" zuvloop \
+            || say "zuvloop install failed: the zuvloop rows will be reported as not available"
+    fi
+    for v in 3.12 3.13 3.14 3.15; do
+        [ -x "../.venv-$v/bin/python" ] || say "no ../.venv-$v: veter on $v will be reported as not available (make py-versions-prepare)"
+    done
+    ;;
+esac
+
 # Japronto only builds for Python 3.7: a venv from pyenv's 3.7.
 if [ ! -x "$WORK/venv-japronto/bin/python" ]; then
     py37=""

@@ -132,3 +132,28 @@ def heatmaps(result: Result, rows: list[int], cols: list[int], metric: str, path
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def grouped_panels(
+    rows: list[str],
+    columns: list[str],
+    panels: list[tuple[dict[tuple[str, str], float | None], str]],
+    path: Path,
+    title: str,
+) -> None:
+    """Vertical grouped bars side by side, one panel per (values by (row, column), label):
+    one group per column, one bar per row in the rows' order (missing values left out)."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
+    width = 0.8 / max(1, len(rows))
+    for ax, (values, label) in zip(axes[0], panels, strict=True):
+        for i, row in enumerate(rows):
+            xs = [n + i * width for n in range(len(columns))]
+            ax.bar(xs, [values.get((row, c)) or 0.0 for c in columns], width=width, label=row)
+        ax.set_xticks([n + 0.4 - width / 2 for n in range(len(columns))], columns)
+        ax.set_ylabel(label)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -69,6 +69,8 @@ def describe() -> dict[str, Any]:
             "python (peers)": _run([str(paths.PEERS_BIN / "python"), "--version"]),
             "python (japronto)": _run([str(paths.JAPRONTO_VENV / "bin" / "python"), "--version"]),
             "python (veter)": _run([str(paths.VETER_PYTHON), "--version"]),
+            "python (peers 3.14)": _run([str(paths.PEERS_314_BIN / "python"), "--version"]),
+            **{f"python (veter {v})": _run([str(py), "--version"]) for v, py in paths.VETER_PYTHONS.items()},
             "postgres": _run(["bash", "-c", "ls /usr/lib/postgresql | sort -n | tail -1"]),
             "redis": _run(["redis-server", "--version"]),
         },
@@ -78,4 +80,6 @@ def describe() -> dict[str, Any]:
         },
         "packages": _pip_versions(paths.PEERS_BIN / "python"),
         "packages_japronto": _pip_versions(paths.JAPRONTO_VENV / "bin" / "python"),
+        "packages_peers_3.14": _pip_versions(paths.PEERS_314_BIN / "python"),
+        **{f"packages_veter_{v}": _pip_versions(py) for v, py in paths.VETER_PYTHONS.items() if v != "3.11"},
     }

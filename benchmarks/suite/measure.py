@@ -142,7 +142,8 @@ def _start(plan: Plan, server: Server, settings: Settings, outcome: Outcome, hea
     say(f"{head}: starting")
     try:
         env = {**plan.server_env, **server.env}
-        running = procs.start(argv, port, ROUTES[plan.ready_route], log, server.cwd, env, cpus=server.cpus)
+        ready = ROUTES[server.ready_route or plan.ready_route]
+        running = procs.start(argv, port, ready, log, server.cwd, env, cpus=server.cpus)
     except procs.StartError as exc:
         reason = f"failed to start: {exc}"
         say(f"{head}: {reason}")
@@ -156,7 +157,8 @@ def _start(plan: Plan, server: Server, settings: Settings, outcome: Outcome, hea
     if plan.warmup is not None:
         say(f"{head}: warmed up ({_brief(plan.warmup(target))})")
         return target
-    warm = loadgen.wrk(target.url(plan.warmup_route or plan.ready_route), 50, settings.warmup)
+    warm_route = plan.warmup_route or server.ready_route or plan.ready_route
+    warm = loadgen.wrk(target.url(warm_route), 50, settings.warmup)
     say(f"{head}: warmed up ({warm.get('rps', 0):,.0f} req/s)")
     return target
 

@@ -52,6 +52,7 @@ class Server:
     needs: tuple[Path, ...] = ()
     prepare: Callable[[Path, int, int], None] | None = None
     cpus: str | None = None  # taskset CPU list; None = paths.SERVER_CPU
+    ready_route: str | None = None  # the route polled for its first 200; None = the plan's
 
     def unavailable(self) -> str | None:
         """Why this server cannot run here, or None."""
@@ -65,19 +66,19 @@ def _py(venv_bin: Path) -> str:
     return str(venv_bin / "python")
 
 
-def _uvicorn(module: str) -> Argv:
+def _uvicorn(module: str, http: str = "httptools", loop: str = "uvloop", bin_dir: Path = paths.PEERS_BIN) -> Argv:
     def argv(port: int, workers: int) -> list[str]:
         return [
-            str(paths.PEERS_BIN / "uvicorn"),
+            str(bin_dir / "uvicorn"),
             module,
             "--host",
             "127.0.0.1",
             "--port",
             str(port),
             "--loop",
-            "uvloop",
+            loop,
             "--http",
-            "httptools",
+            http,
             "--no-access-log",
             "--log-level",
             "warning",
@@ -131,21 +132,21 @@ def _veter(port: int, workers: int) -> list[str]:
     return [*argv, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
 
 
-def _veter_module(module: str) -> Argv:
-    """veter serving a veter.App of apps/."""
+def _veter_module(module: str, python: Path | None = None) -> Argv:
+    """veter serving a veter.App of apps/ (on VETER_PYTHON unless `python` is named)."""
 
     def argv(port: int, workers: int) -> list[str]:
-        run = paths.veter_run(f"benchmarks.apps.{module}")
+        run = paths.veter_run(f"benchmarks.apps.{module}", python)
         return [*run, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
 
     return argv
 
 
-def _veter_hosting(module: str) -> Argv:
+def _veter_hosting(module: str, python: Path | None = None) -> Argv:
     """veter serving an ASGI app of apps/ (the same module its peers serve)."""
 
     def argv(port: int, workers: int) -> list[str]:
-        run = paths.veter_run(f"benchmarks.apps.{module}")
+        run = paths.veter_run(f"benchmarks.apps.{module}", python)
         return [*run, "--lifespan", "off", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
 
     return argv
@@ -206,11 +207,12 @@ def _nginx(port: int, workers: int) -> list[str]:
     return ["/usr/sbin/nginx", "-p", str(nginx.prefix(port)), "-c", "nginx.conf", "-e", "error.log"]
 
 
-def veter_unavailable() -> str | None:
-    if not paths.VETER_PYTHON.exists():
-        return f"veter not available: {paths.VETER_PYTHON} does not exist"
+def veter_unavailable(python: Path | None = None) -> str | None:
+    python = python or paths.VETER_PYTHON
+    if not python.exists():
+        return f"veter not available: {python} does not exist"
     probe = subprocess.run(
-        [str(paths.VETER_PYTHON), "-c", "import veter; veter.App"],
+        [str(python), "-c", "import veter; veter.App"],
         cwd=paths.REPO,
         capture_output=True,
         text=True,
@@ -224,8 +226,58 @@ def veter_unavailable() -> str | None:
 
 @dataclass(frozen=True)
 class Veter(Server):
+    python: Path | None = None  # None: VETER_PYTHON
+
     def unavailable(self) -> str | None:
-        return super().unavailable() or veter_unavailable()
+        return super().unavailable() or veter_unavailable(self.python)
+
+
+#: What the pythons scenario serves on each Python: kind -> (how, what, routes, ready route).
+ON_EACH_PYTHON: dict[str, tuple[Callable[[str, Path], Argv], str, frozenset[str], str]] = {
+    "native": (_veter_module, "veter's own def handlers", HELLO, "plaintext"),
+    "async": (_veter_module, "veter's own async def handlers", frozenset({"plaintext"}), "plaintext"),
+    "asgi": (_veter_hosting, "veter hosting the raw ASGI app", HELLO, "plaintext"),
+    "typed": (_veter_module, "veter, typed handler (msgspec Struct body)", frozenset({"order"}), "items"),
+}
+ON_EACH_PYTHON_APPS = {"native": "veter_app:app", "async": "veter_async:app", "asgi": "asgi_raw:app"}
+
+
+def on_python(kind: str, version: str) -> str:
+    """The name of the pythons scenario's server of `kind` on Python `version`."""
+    return f"veter-{version}" if kind == "native" else f"veter-{kind}-{version}"
+
+
+#: zuvloop where veter asks uvloop for its loop (micro/force_loop), on Python 3.14: the
+#: pythons scenario's measure of zuvloop under veter.
+FORCE_ZUVLOOP = {
+    "PYTHONPATH": f"{paths.BENCH / 'micro' / 'force_loop'}:{paths.ZUVLOOP_314}",
+    "VETER_FORCE_LOOP": "zuvloop",
+}
+
+
+def _on_each_python() -> list[Server]:
+    servers: list[Server] = []
+    for version, python in paths.VETER_PYTHONS.items():
+        for kind, (how, what, routes, ready) in ON_EACH_PYTHON.items():
+            module = ON_EACH_PYTHON_APPS.get(kind, "typed_veter:app")
+            name, where = on_python(kind, version), f"{what} on Python {version}"
+            start = how(module, python)
+            servers.append(Veter(name, where, routes, start, cwd=paths.REPO, ready_route=ready, python=python))
+            if version == "3.14":
+                servers.append(
+                    Veter(
+                        f"{name}-zuvloop",
+                        f"{where}, on zuvloop",
+                        routes,
+                        start,
+                        cwd=paths.REPO,
+                        env=FORCE_ZUVLOOP,
+                        needs=(paths.ZUVLOOP_314 / "zuvloop",),
+                        ready_route=ready,
+                        python=python,
+                    )
+                )
+    return servers
 
 
 PEERS_PY = _py(paths.PEERS_BIN)
@@ -284,6 +336,27 @@ ALL: dict[str, Server] = {
             HELLO,
             _uvicorn("asgi_raw:app"),
             needs=PEERS_NEED,
+        ),
+        Server(
+            "uvicorn-zttp",
+            "uvicorn (zttp, uvloop), raw ASGI app",
+            HELLO,
+            _uvicorn("asgi_raw:app", http="zttp"),
+            needs=PEERS_NEED,
+        ),
+        Server(
+            "uvicorn-3.14",
+            "uvicorn (httptools, uvloop) on Python 3.14, raw ASGI app",
+            HELLO,
+            _uvicorn("asgi_raw:app", bin_dir=paths.PEERS_314_BIN),
+            needs=(paths.PEERS_314_BIN / "python",),
+        ),
+        Server(
+            "uvicorn-zttp-zuvloop",
+            "uvicorn (zttp, zuvloop) on Python 3.14, raw ASGI app",
+            HELLO,
+            _uvicorn("asgi_raw:app", http="zttp", loop="zuvloop", bin_dir=paths.PEERS_314_BIN),
+            needs=(paths.PEERS_314_BIN / "python",),
         ),
         Server(
             "nginx",
@@ -376,6 +449,7 @@ ALL: dict[str, Server] = {
             needs=PEERS_NEED,
         ),
         Server("gunicorn-flask", "Flask on gunicorn, 1 sync worker", HELLO, _gunicorn_flask, needs=PEERS_NEED),
+        *_on_each_python(),
     ]
 }
 

@@ -13,7 +13,11 @@ METHOD = """
 The same app modules served by each server: `apps/asgi_raw.py` (a raw ASGI 3 app,
 JSON serialised per request) by `veter run`, uvicorn (httptools, uvloop) and
 Granian's ASGI interface; `apps/fastapi_app.py` and `apps/starlette_app.py` by
-`veter run` and by uvicorn.
+`veter run` and by uvicorn. The raw app also by the uvicorn a user would pick today:
+`--http zttp` (a Zig HTTP/1.1 parser) on uvloop, and on Python 3.14 `--http zttp
+--loop zuvloop` (a Zig event loop on libuv, 3.14+), beside uvicorn (httptools,
+uvloop) and veter on the same 3.14 (`-3.14` in the name; every other server runs on
+Python 3.11, veter from the repo's `.venv`, the peers from `.work/venv-peers`).
 `veter-async` is the reference for the front end: veter's own `async def` handlers
 on the same routes (`apps/veter_async.py`), which on Python 3.11 run as one asyncio
 task per request, as a hosted app does, with no scope, `receive` or `send`.
@@ -27,7 +31,11 @@ switch. Servers interleaved per run, medians.
 SERVERS = [
     "veter-asgi",
     "uvicorn-raw",
+    "uvicorn-zttp",
     "granian-asgi",
+    "veter-asgi-3.14",
+    "uvicorn-3.14",
+    "uvicorn-zttp-zuvloop",
     "veter-async",
     "veter-fastapi",
     "fastapi",
@@ -36,7 +44,10 @@ SERVERS = [
 ]
 PAIRS = [
     ("veter-asgi", "uvicorn-raw"),
+    ("veter-asgi", "uvicorn-zttp"),
     ("veter-asgi", "granian-asgi"),
+    ("veter-asgi-3.14", "uvicorn-3.14"),
+    ("veter-asgi-3.14", "uvicorn-zttp-zuvloop"),
     ("veter-async", "uvicorn-raw"),
     ("veter-fastapi", "fastapi"),
     ("veter-starlette", "uvicorn-starlette"),

@@ -1,5 +1,7 @@
 """Cell builders shared by the scenarios."""
 
+from pathlib import Path
+
 from ..loadgen import Metrics, oha, wrk
 from ..measure import Cell, Target
 
@@ -43,12 +45,13 @@ def closed_clients(route: str, clients: int) -> Cell:
     return Cell(f"{route} x{clients} clients", route, run, params={"route": route, "clients": clients})
 
 
-def cpu_per_request(route: str, rate: int) -> Cell:
-    """Server CPU time per request at a fixed open-loop rate (for when wrk is the bottleneck)."""
+def cpu_per_request(route: str, rate: int, body: Path | None = None) -> Cell:
+    """Server CPU time per request at a fixed open-loop rate (for when wrk is the bottleneck);
+    with `body`, POSTs of that file's bytes as JSON."""
 
     def run(target: Target) -> Metrics:
         before = target.running.cpu_seconds()
-        metrics = oha(target.url(route), rate, target.settings.latency_seconds, 64)
+        metrics = oha(target.url(route), rate, target.settings.latency_seconds, 64, body=body)
         used = target.running.cpu_seconds() - before
         served = metrics.get("ok", 0)
         metrics["cpu_s"] = used
