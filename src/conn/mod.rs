@@ -37,6 +37,7 @@ use crate::http1::error::ParseError;
 use crate::http1::limits::Limits;
 use crate::http1::parse::{self, BodyKind, Head};
 
+mod body;
 pub mod output;
 pub mod pauses;
 mod timers;
@@ -46,6 +47,7 @@ pub mod drive;
 #[cfg(test)]
 mod tests;
 
+pub use body::{BodyFraming, Collecting, Streaming};
 pub use output::{Actions, Slot};
 pub use pauses::{Pause, Pauses};
 pub use timers::Tick;
@@ -62,57 +64,6 @@ pub trait Shell {
     type Plan;
     /// The streamed response being written.
     type Active;
-}
-
-/// How the rest of a request body is framed.
-pub enum BodyFraming {
-    Length { remaining: u64 },
-    Chunked(Box<ChunkedDecoder>),
-}
-
-impl BodyFraming {
-    fn new(kind: &BodyKind, limits: &Limits) -> Option<Self> {
-        match kind {
-            BodyKind::Empty => None,
-            BodyKind::Length(n) => Some(BodyFraming::Length { remaining: *n }),
-            BodyKind::Chunked => Some(BodyFraming::Chunked(Box::new(ChunkedDecoder::new(limits)))),
-        }
-    }
-
-    /// Takes body bytes from `data` into `out`; returns the bytes used and whether
-    /// the body is complete.
-    fn take(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<(usize, bool), ParseError> {
-        match self {
-            BodyFraming::Length { remaining } => {
-                let take = usize::try_from(*remaining).map_or(data.len(), |r| r.min(data.len()));
-                out.extend_from_slice(&data[..take]);
-                *remaining -= take as u64;
-                Ok((take, *remaining == 0))
-            }
-            BodyFraming::Chunked(decoder) => decoder.decode(data, out),
-        }
-    }
-}
-
-/// A request body being collected before its handler runs.
-pub struct Collecting<H> {
-    /// The request, from `hold`.
-    held: Option<H>,
-    framing: BodyFraming,
-    data: Vec<u8>,
-}
-
-impl<H> Collecting<H> {
-    /// The held request and its complete body (`None`: the shell never called `hold`).
-    pub fn into_parts(self) -> (Option<H>, Vec<u8>) {
-        (self.held, self.data)
-    }
-}
-
-/// A request body handed to its running handler as it arrives.
-pub struct Streaming<U> {
-    pub upload: U,
-    framing: BodyFraming,
 }
 
 pub enum Reading<S: Shell> {
