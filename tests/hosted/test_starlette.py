@@ -53,7 +53,9 @@ def test_json_form_and_stream(client: httpx.Client) -> None:
 
 def test_many_in_parallel(server: Proc) -> None:
     async def run() -> set[int]:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}") as c:
+        # 300 requests through httpx's pool of 100 connections: its default 5 s pool
+        # timeout failed once on a loaded 2-core machine (no timing is tested here).
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}", timeout=30) as c:
             responses = await asyncio.gather(*(c.get("/") for _ in range(300)))
         return {r.status_code for r in responses}
 
