@@ -17,9 +17,11 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 HOSTED_TEST_DEPS := "fastapi>=0.115" "starlette>=0.40" "python-multipart>=0.0.18" "httpx>=0.27" \
 	"uvicorn>=0.30" "httptools>=0.6" "gunicorn>=23" "flask>=3" "django>=5" "litestar>=2.12" "quart>=0.19"
 
-# Other supported Pythons the tests also run on (found under pyenv or on PATH).
-EXTRA_PYTHONS ?= 3.12 3.13
-PYENV_ROOT ?= $(shell pyenv root 2>/dev/null || echo $(HOME)/.pyenv)
+# Other supported Pythons the tests also run on: pyenv's or on PATH, else (3.14, 3.15)
+# unpacked from Debian sid's packages (scripts/find-python.sh, install-python.sh).
+EXTRA_PYTHONS ?= 3.12 3.13 3.14 3.15
+# The extra Pythons whose release wheel is also installed and served as a user would.
+WHEEL_TEST_PYTHONS ?= 3.14
 
 $(VENV)/.installed: pyproject.toml Makefile tests/websockets/autobahn/requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,9 +52,8 @@ run: $(VENV)/.run-installed
 # into dist/.
 wheels: $(VENV)/.run-installed
 	@pys=""; for v in 3.11 $(EXTRA_PYTHONS); do \
-		exe=$$(ls -d $(PYENV_ROOT)/versions/$$v*/bin/python 2>/dev/null | tail -n1); \
-		[ -n "$$exe" ] || exe=$$(command -v python$$v || true); \
-		[ -n "$$exe" ] && pys="$$pys -i $$exe"; \
+		exe=$$(bash scripts/find-python.sh $$v) || exit 1; \
+		pys="$$pys -i $$exe"; \
 	done; \
 	$(VENV)/bin/maturin build --release --out dist $$pys
 
@@ -101,6 +102,10 @@ py-versions: py-versions-prepare
 	@for v in $(EXTRA_PYTHONS); do \
 		echo "== [$$(date +%T)] pytest on Python $$v"; \
 		.venv-$$v/bin/python -m pytest -q -p no:cacheprovider -m "not slow" --durations=10 || exit 1; \
+	done
+	@for v in $(WHEEL_TEST_PYTHONS); do \
+		echo "== [$$(date +%T)] wheel test on Python $$v"; \
+		CARGO_TARGET_DIR=target/py$$v bash scripts/test-wheel.sh .venv-$$v/bin/python || exit 1; \
 	done
 
 # Fuzzing (docs/security.md): the cargo-fuzz targets, seeded from the request

@@ -16,7 +16,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== wheel: maturin build --release"
-"$builder" -m maturin build --release --quiet --out "$work/dist" >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
+"$builder" -m maturin build --release --quiet --interpreter "$builder" --out "$work/dist" >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
 wheel=$(ls "$work"/dist/veter-*.whl)
 echo "   built $(basename "$wheel")"
 
@@ -27,7 +27,7 @@ if env PATH=$clean_path sh -c 'command -v rustc || command -v cargo' >/dev/null;
     echo "error: rustc or cargo is on $clean_path; the check would prove nothing" >&2
     exit 1
 fi
-env -i PATH=$clean_path HOME="$work" "$python" -m venv "$work/venv"
+env -i PATH=$clean_path HOME="$work" bash scripts/make-venv.sh "$python" "$work/venv"
 env -i PATH=$clean_path HOME="$work" "$work/venv/bin/pip" install --quiet --disable-pip-version-check --only-binary :all: "$wheel"
 echo "   installed into a fresh venv without Rust: $("$work/venv/bin/python" -c 'import veter._core as c; print(c.__file__)')"
 
