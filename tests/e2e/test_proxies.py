@@ -11,9 +11,10 @@ Through each go an open-loop mix of GETs and POSTs over keep-alive connections
 and the proxies' buffers. Every non-2xx answer, reset, timeout and wrong hash is a
 failure, and none is allowed.
 
-The apps also say what reached them (HTTP version, Connection header, the port the
-connection came from), so what each proxy sends upstream is checked against what
-docs/deploy.md says it sends. Marked slow, like the other deploy tests.
+The apps also say what reached them (HTTP version, Connection and X-Forwarded-For
+headers, the port the connection came from), so what each proxy sends upstream is
+checked against what docs/deploy.md says it sends. Marked slow, like the other
+deploy tests.
 """
 
 from __future__ import annotations
