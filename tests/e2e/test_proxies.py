@@ -100,9 +100,9 @@ UPSTREAM = {
     "nginx-keepalive": dict.fromkeys(
         (KEEPALIVE, AB, URLLIB), Upstream("1.1", "-", reuse=True, forwarded=True)
     ),
-    # The client's version, kept alive; with its default `http-reuse safe` a
-    # client's first request gets an upstream connection of its own, its later
-    # ones reuse it: no reuse for clients that send one request per connection.
+    # The client's version, kept alive; its default `http-reuse safe` sends the
+    # first request of each client connection over a new upstream connection and
+    # only later ones over open ones: no reuse for one request per connection.
     "haproxy": {
         KEEPALIVE: Upstream("1.1", "-", reuse=True, forwarded=True),
         AB: Upstream("1.0", "keep-alive", reuse=False, forwarded=True),
