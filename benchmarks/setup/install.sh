@@ -64,7 +64,8 @@ esac
 
 # The pythons scenario runs veter on the repo's venvs of each Python (.venv, .venv-3.12 ...
 # .venv-3.15: `make py-versions-prepare EXTRA_PYTHONS="3.12 3.13 3.14 3.15"` makes them) and,
-# on 3.14, on zuvloop: zuvloop goes into a --target dir put on PYTHONPATH, not into the venv.
+# on 3.14, on zuvloop: zuvloop goes into a --target dir put on PYTHONPATH, not into the venv
+# (--no-deps: its opentelemetry-api and typing-extensions are in .venv-3.14 already).
 case "$SCENARIO" in all|pythons)
     if [ -x ../.venv-3.14/bin/python ] && [ ! -d "$WORK/zuvloop-3.14/zuvloop" ]; then
         say "zuvloop for veter's Python 3.14 (.work/zuvloop-3.14)"
@@ -141,6 +142,31 @@ case "$SCENARIO" in all|wheels)
         else
             say "abi3 wheel build failed (see $WORK/logs/abi3-build.log): veter-abi3 will be reported as not available"
             rm -rf "$WORK/venv-abi3"
+        fi
+    fi
+    ;;
+esac
+# The pythons scenario's "3.11, Debian's build": veter as a wheel of the current code for
+# Debian's own /usr/bin/python3.11 (built with PGO and LTO, as Debian's 3.14 and 3.15 are;
+# pyenv's are not), in its own venv; rebuilt every install like the abi3 wheel (cargo's
+# cache in target/py3.11-debian). A wheel, not `maturin develop`: that would write the
+# extension into python/veter under the name the repo's pyenv 3.11 uses.
+case "$SCENARIO" in all|pythons)
+    if [ -x /usr/bin/python3.11 ] && [ -x "$VETER_PY" ]; then
+        say "veter wheel for Debian's Python 3.11 (pythons scenario)"
+        rm -rf "$WORK/wheels-3.11-debian"
+        veter_py_abs="$(cd "$(dirname "$VETER_PY")" && pwd)/$(basename "$VETER_PY")"
+        venv="$WORK/venv-veter-3.11-debian"
+        if ( cd .. && CARGO_TARGET_DIR=target/py3.11-debian "$veter_py_abs" -m maturin build --release --quiet \
+                --interpreter /usr/bin/python3.11 --out benchmarks/"$WORK"/wheels-3.11-debian ) \
+                >"$WORK/logs/py3.11-debian-build.log" 2>&1 \
+            && { [ -x "$venv/bin/python" ] || /usr/bin/python3.11 -m venv "$venv"; } \
+            && "$venv/bin/pip" install -q --disable-pip-version-check --force-reinstall \
+                "$WORK"/wheels-3.11-debian/veter-*.whl >>"$WORK/logs/py3.11-debian-build.log" 2>&1; then
+            :
+        else
+            say "wheel for Debian's 3.11 failed (see $WORK/logs/py3.11-debian-build.log): its rows will be reported as not available"
+            rm -rf "$venv"
         fi
     fi
     ;;

@@ -71,6 +71,7 @@ def describe() -> dict[str, Any]:
             "python (veter)": _run([str(paths.VETER_PYTHON), "--version"]),
             "python (peers 3.14)": _run([str(paths.PEERS_314_BIN / "python"), "--version"]),
             **{f"python (veter {v})": _run([str(py), "--version"]) for v, py in paths.VETER_PYTHONS.items()},
+            "python (veter 3.11, Debian's)": _run([str(paths.VETER_DEBIAN_311), "--version"]),
             "postgres": _run(["bash", "-c", "ls /usr/lib/postgresql | sort -n | tail -1"]),
             "redis": _run(["redis-server", "--version"]),
         },

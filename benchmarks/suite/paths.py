@@ -37,6 +37,10 @@ VETER_PYTHONS = {
     "3.11": REPO / ".venv" / "bin" / "python",
     **{v: REPO / f".venv-{v}" / "bin" / "python" for v in ("3.12", "3.13", "3.14", "3.15")},
 }
+#: veter on Debian's own 3.11 (/usr/bin/python3.11, built by Debian with PGO and LTO, as
+#: 3.14 and 3.15 above are; pyenv's 3.11-3.13 are built without): a wheel of the current
+#: code installed into a venv of .work by setup/install.sh.
+VETER_DEBIAN_311 = WORK / "venv-veter-3.11-debian" / "bin" / "python"
 
 SERVER_CPU = os.environ.get("BENCH_SERVER_CPU", "0")
 LOADGEN_CPU = os.environ.get("BENCH_LOADGEN_CPU", "1")

@@ -257,12 +257,15 @@ FORCE_ZUVLOOP = {
 
 def _on_each_python() -> list[Server]:
     servers: list[Server] = []
-    for version, python in paths.VETER_PYTHONS.items():
+    pythons = {**paths.VETER_PYTHONS, "3.11-debian": paths.VETER_DEBIAN_311}
+    for version, python in pythons.items():
         for kind, (how, what, routes, ready) in ON_EACH_PYTHON.items():
             module = ON_EACH_PYTHON_APPS.get(kind, "typed_veter:app")
             name, where = on_python(kind, version), f"{what} on Python {version}"
             start = how(module, python)
-            servers.append(Veter(name, where, routes, start, cwd=paths.REPO, ready_route=ready, python=python))
+            servers.append(
+                Veter(name, where, routes, start, cwd=paths.REPO, needs=(python,), ready_route=ready, python=python)
+            )
             if version == "3.14":
                 servers.append(
                     Veter(

@@ -20,8 +20,11 @@ TITLE = "Pythons: veter on CPython 3.11 to 3.15, instructions and CPU per reques
 METHOD = """
 The same four apps served by `veter run` on each Python, from the repo's venvs with
 veter built into each (release): `.venv` (3.11) and `.venv-3.12` ... `.venv-3.15`
-(`make py-versions-prepare EXTRA_PYTHONS="3.12 3.13 3.14 3.15"`; 3.14 and 3.15 are
-Debian sid's builds, `scripts/install-python.sh`). Columns: `def` handlers answering
+(`make py-versions-prepare EXTRA_PYTHONS="3.12 3.13 3.14 3.15"`). The builds differ:
+3.11, 3.12 and 3.13 are pyenv's (`-O3`, no PGO, no LTO); 3.14 and 3.15 are Debian
+sid's (`scripts/install-python.sh`; Debian builds with PGO and LTO). The row "3.11,
+Debian's build" is veter on Debian 12's own `/usr/bin/python3.11` (PGO and LTO; a
+wheel of the same code, `setup/install.sh`), to tell the build from the version. Columns: `def` handlers answering
 plaintext and JSON (`apps/veter_app.py`), an `async def` handler answering plaintext
 (`apps/veter_async.py`), the raw ASGI app hosted (`apps/asgi_raw.py`, plaintext), and
 a typed `def` handler taking the 10-field JSON order as a msgspec Struct and answering
@@ -53,7 +56,8 @@ ZUVLOOP = "-zuvloop"
 
 def _rows() -> list[tuple[str, str]]:
     """(row label, server name suffix): each Python, then 3.14 on zuvloop."""
-    return [(version, version) for version in VETER_PYTHONS] + [("3.14, zuvloop", "3.14" + ZUVLOOP)]
+    rows = [(version, version) for version in VETER_PYTHONS]
+    return [rows[0], ("3.11, Debian's build", "3.11-debian"), *rows[1:], ("3.14, zuvloop", "3.14" + ZUVLOOP)]
 
 
 def _server(kind: str, suffix: str) -> str:
