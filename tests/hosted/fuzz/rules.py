@@ -229,17 +229,28 @@ def _peer_chunks_http10(ctx: Context) -> bool:
 
 
 def _peer_drops_answer(ctx: Context) -> bool:
-    """The peer's app did what veter's did, but the peer closed before its answer
-    left: the request's body was left unread and the connection was closing."""
+    """The peer's app did what veter's did, but the peer's client got no answer:
+    the request's body was left unread and the peer closed without draining it."""
     request = ctx.request
     if request is None or not _peer_closed_before(ctx):
         return False
-    unread = request.size > 0 and request.read != "all"
-    closing = not request.keep_alive or ctx.case.half_close
     same_app = record_view(ctx.case, ctx.index, ctx.veter.records.get(ctx.index)) == record_view(
         ctx.case, ctx.index, ctx.peer.records.get(ctx.index)
     )
-    return unread and closing and same_app and ctx.peer.server.startswith("uvicorn")
+    return _unread(request) and same_app
+
+
+def _peer_cut_answer(ctx: Context) -> bool:
+    """The peer's answer, ended by closing, is shorter than veter's whole one: the
+    peer closed with the client's body unread, and the reset cut what was in flight."""
+    mine, theirs = ctx.veter.answer(ctx.index), ctx.peer.answer(ctx.index)
+    return (
+        mine is not None
+        and theirs is not None
+        and theirs.framing == "close"
+        and theirs.body_len < mine.body_len
+        and any(_unread(r) for r in ctx.case.requests[: ctx.index + 1])
+    )
 
 
 def _unread(request: Any) -> bool:
@@ -296,7 +307,7 @@ def _answered_before_the_break(ctx: Context) -> bool:
     return (
         request is not None
         and request.malformed is not None
-        and request.read == "none"
+        and request.read != "all"
         and mine is not None
         and mine.header("x-probe-id") is not None
         and len(ctx.veter.exchange.answers) == ctx.index + 1
@@ -361,9 +372,16 @@ DIFFERENCES: list[Difference] = [
     ),
     Difference(
         "peer-drops-answer",
-        "uvicorn closes a closing connection whose request body the app left unread before its answer is "
-        "out (the client gets a reset or nothing); veter sends the answer, then drains and closes",
+        "uvicorn and gunicorn close a connection whose request body the app left unread without "
+        "draining it, so the client's next bytes draw a reset that destroys the answer; veter sends "
+        "the answer, then half-closes and drains (lingering close)",
         _peer_drops_answer,
+    ),
+    Difference(
+        "peer-cut-answer",
+        "the same reset cuts a peer's answer that is ended by closing (uvicorn-h11 with HTTP/1.0): "
+        "the client reads less than the app sent",
+        _peer_cut_answer,
     ),
     Difference(
         "unread-body-close",
@@ -380,7 +398,7 @@ DIFFERENCES: list[Difference] = [
     ),
     Difference(
         "answered-before-the-break",
-        "the app answered without reading a body whose framing breaks further on: the answer left "
+        "the app answered without reading (all of) a body whose framing breaks further on: the answer left "
         "before the break arrived, and the connection closed; a peer that saw the break first says 400",
         _answered_before_the_break,
     ),
