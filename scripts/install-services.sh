@@ -12,6 +12,9 @@ command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
 [ -x /usr/sbin/haproxy ] || pkgs+=(haproxy)
 command -v ab >/dev/null 2>&1 || pkgs+=(apache2-utils)
 command -v valgrind >/dev/null 2>&1 || pkgs+=(valgrind)
+# For the Pythons Debian 12 does not package (scripts/install-python.sh): here, with
+# the other apt installs, not later beside them (two apt-gets at once fight over dpkg).
+command -v patchelf >/dev/null 2>&1 || pkgs+=(patchelf)
 [ -x /usr/bin/chromium ] || pkgs+=(chromium)
 { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } || pkgs+=(mariadb-server)
 
