@@ -10,6 +10,7 @@ a pass and not as a failure. Nothing is skipped without a name.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -237,7 +238,14 @@ def _peer_drops_answer(ctx: Context) -> bool:
     same_app = record_view(ctx.case, ctx.index, ctx.veter.records.get(ctx.index)) == record_view(
         ctx.case, ctx.index, ctx.peer.records.get(ctx.index)
     )
-    return _unread(request) and same_app
+    return _input_unread(ctx) and same_app
+
+
+def _input_unread(ctx: Context) -> bool:
+    """Bytes the client sent were unread when request ``index``'s answer ended the
+    connection: a body the app left, or requests pipelined behind it."""
+    requests = ctx.case.requests
+    return ctx.index < len(requests) - 1 or any(_unread(r) for r in requests[: ctx.index + 1])
 
 
 def _peer_cut_answer(ctx: Context) -> bool:
@@ -249,7 +257,7 @@ def _peer_cut_answer(ctx: Context) -> bool:
         and theirs is not None
         and theirs.framing == "close"
         and theirs.body_len < mine.body_len
-        and any(_unread(r) for r in ctx.case.requests[: ctx.index + 1])
+        and _input_unread(ctx)
     )
 
 
@@ -312,6 +320,23 @@ def _answered_before_the_break(ctx: Context) -> bool:
         and mine.header("x-probe-id") is not None
         and len(ctx.veter.exchange.answers) == ctx.index + 1
         and ctx.veter.exchange.end in ("eof", "reset")
+    )
+
+
+def _broken_body_cuts_answer(ctx: Context) -> bool:
+    """veter found the body's framing broken while the app (which had not read it
+    all) was answering: it stopped the answer and closed, so the client holds an
+    incomplete answer of the app's and no 400."""
+    request = ctx.request
+    leftover = ctx.veter.exchange.leftover
+    return (
+        request is not None
+        and request.malformed is not None
+        and request.read != "all"
+        and len(ctx.veter.exchange.answers) == ctx.index
+        and ctx.veter.exchange.end in ("eof", "reset")
+        and re.match(rb"(HTTP/1\.1 100 [^\r]*\r\n\r\n)?HTTP/1\.1 200 ", leftover) is not None
+        and b"x-probe-id" in leftover.lower()
     )
 
 
@@ -403,6 +428,13 @@ DIFFERENCES: list[Difference] = [
         _answered_before_the_break,
     ),
     Difference(
+        "broken-body-cuts-answer",
+        "veter found broken framing in a body the app had not read (all of) while the app's answer was "
+        "going out: it stops that answer and closes, so the client never holds a whole answer to a "
+        "malformed request; a peer that finds the break later sends the app's answer whole",
+        _broken_body_cuts_answer,
+    ),
+    Difference(
         "h11-after-http10",
         "uvicorn's h11 protocol answers 400 in place of the app's answer to an HTTP/1.0 request with "
         "another pipelined behind it",
@@ -445,12 +477,29 @@ DIFFERENCES: list[Difference] = [
 # Open veter bugs the fuzzer found: each an xfail(strict) test in
 # tests/hosted/test_fuzz_findings.py, named here with a predicate that recognises
 # its mismatch, so a run counts it by name (not as a failure) until the fix lands;
-# then the strict xfail fails, and the mark and the entry go. Empty now: the five
-# found so far (an answer ended by closing followed by more, receive() after the
-# answer, a WSGI stream to a half-closed client, no lingering close, a big answer
-# cut short while an unread body arrived) were fixed in bbcdb29, and their tests
-# pass; a run that finds one again fails with its seed.
-KNOWN_BUGS: list[Difference] = []
+# then the strict xfail fails, and the mark and the entry go. The first five
+# (an answer ended by closing followed by more, receive() after the answer, a WSGI
+# stream to a half-closed client, no lingering close, a big answer cut short while
+# an unread body arrived) were fixed in bbcdb29; a run that finds one again fails
+# with its seed.
+def _bug_close_with_pipelined_input(ctx: Context) -> bool:
+    answers = ctx.veter.exchange.answers
+    if not answers or len(answers) >= len(ctx.case.requests):
+        return False
+    last = answers[-1]
+    closing = last.framing == "close" or (last.header("connection") or "").lower() == "close"
+    theirs = ctx.peer.answer(len(answers) - 1)
+    cut = theirs is not None and last.body_len < theirs.body_len
+    return closing and (ctx.veter.exchange.end == "reset" or cut)
+
+
+KNOWN_BUGS: list[Difference] = [
+    Difference(
+        "test_close_delimited_answer_survives_pipelined_input",
+        "closing after an answer that ends the connection while pipelined input arrives is a reset",
+        _bug_close_with_pipelined_input,
+    ),
+]
 
 
 def known_bug(ctx: Context) -> str | None:

@@ -47,7 +47,7 @@ class Exchange:
     # "eof", "reset", "timeout", "garbage" (bytes that are no answer) or "open" (a
     # further request on the connection was answered)
     end: str
-    leftover: bytes = b""  # bytes after the last answer that are not an answer
+    leftover: bytes = b""  # the start of what follows the last whole answer (an incomplete one)
 
 
 class Incomplete(Exception):
@@ -215,7 +215,7 @@ def exchange(port: int, case: Case, timeout: float) -> Exchange:
                 reader.eof = True
             reader.buf += data
         writer.join(max(0.0, deadline - time.monotonic()))
-    return Exchange(answers, end, bytes(reader.buf[:200]))
+    return Exchange(answers, end, bytes(reader.buf[:600]))
 
 
 def _stays_open(case: Case, answer: Answer) -> bool:
