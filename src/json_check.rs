@@ -46,22 +46,34 @@ impl Refusal {
     }
 }
 
-/// Bytes a JSON text may hold outside strings: structure, whitespace, numbers
-/// and the letters of `true`, `false` and `null`.
-const fn outside_strings() -> [bool; 256] {
-    let mut table = [false; 256];
-    let allowed = b"[]{},: \t\r\n0123456789+-.eEtruefalsn";
+/// What a byte outside strings is to the pass, one table lookup per byte: JSON's
+/// structure, or what else a JSON text may hold there (whitespace, numbers, the
+/// letters of `true`, `false` and `null`), or a byte it may not.
+const OTHER: u8 = 0;
+const QUOTE: u8 = 1;
+const OPEN: u8 = 2;
+const CLOSE: u8 = 3;
+const BAD: u8 = 4;
+
+const fn classes() -> [u8; 256] {
+    let mut table = [BAD; 256];
+    let allowed = b",: \t\r\n0123456789+-.eEtruefalsn";
     let mut i = 0;
     while i < allowed.len() {
-        table[allowed[i] as usize] = true;
+        table[allowed[i] as usize] = OTHER;
         i += 1;
     }
+    table[b'"' as usize] = QUOTE;
+    table[b'[' as usize] = OPEN;
+    table[b'{' as usize] = OPEN;
+    table[b']' as usize] = CLOSE;
+    table[b'}' as usize] = CLOSE;
     table
 }
 
-static OUTSIDE: [bool; 256] = outside_strings();
+static CLASS: [u8; 256] = classes();
 
-/// Looks `body` over; `Ok` if a decoder may have it.
+/// Checks `body` (see the module doc): Ok, or the first reason to refuse it.
 pub fn check(body: &[u8], max_depth: usize) -> Result<(), Refusal> {
     if let Err(error) = std::str::from_utf8(body) {
         return Err(Refusal::NotUtf8 {
@@ -72,19 +84,28 @@ pub fn check(body: &[u8], max_depth: usize) -> Result<(), Refusal> {
     let mut i = 0;
     while i < body.len() {
         let byte = body[i];
-        match byte {
-            b'"' => {
-                // Skip the string: a backslash escapes the byte after it.
+        match CLASS[usize::from(byte)] {
+            OTHER => {}
+            QUOTE => {
+                // To the closing quote: skip whole runs of text, and the byte after
+                // each backslash (an escaped quote does not end the string).
                 i += 1;
-                while i < body.len() {
-                    match body[i] {
-                        b'\\' => i += 2,
-                        b'"' => break,
-                        _ => i += 1,
+                loop {
+                    // Unterminated (no quote, or a backslash last): the decoder says so.
+                    let Some(at) = body
+                        .get(i..)
+                        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                    else {
+                        return Ok(());
+                    };
+                    i += at;
+                    if body[i] == b'"' {
+                        break;
                     }
+                    i += 2;
                 }
             }
-            b'[' | b'{' => {
+            OPEN => {
                 depth += 1;
                 if depth > max_depth {
                     return Err(Refusal::TooDeep {
@@ -93,9 +114,7 @@ pub fn check(body: &[u8], max_depth: usize) -> Result<(), Refusal> {
                     });
                 }
             }
-            // A close without its open is the decoder's to report.
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ if OUTSIDE[usize::from(byte)] => {}
+            CLOSE => depth = depth.saturating_sub(1),
             _ => return Err(Refusal::Unexpected { byte, at: i }),
         }
         i += 1;
@@ -103,7 +122,6 @@ pub fn check(body: &[u8], max_depth: usize) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Why the JSON body `body` is refused before decoding, or None to decode it.
 #[pyfunction]
 pub fn json_refusal(body: &[u8], max_depth: usize) -> Option<String> {
     check(body, max_depth)

@@ -271,7 +271,10 @@ def _body_reader(source: Source, max_depth: int) -> Callable[[Any, bytes], Any]:
         if not body:
             return _empty_body(source, optional)
         _check_content_type(request)
-        _check_json(body, max_depth)
+        # One pass in the core: nested deeper than max_depth, not UTF-8, or bytes
+        # JSON has not (`NaN`) are a 400 before any decoder sees them.
+        if (reason := json_refusal(body, max_depth)) is not None:
+            raise _not_json(reason)
         try:
             return decoder.decode(body)
         except msgspec.ValidationError as error:
@@ -295,7 +298,10 @@ def _pydantic_body_reader(
         if not body:
             return _empty_body(source, optional)
         _check_content_type(request)
-        _check_json(body, max_depth)
+        # One pass in the core: nested deeper than max_depth, not UTF-8, or bytes
+        # JSON has not (`NaN`) are a 400 before any decoder sees them.
+        if (reason := json_refusal(body, max_depth)) is not None:
+            raise _not_json(reason)
         try:
             return model.model_validate_json(body)
         except pydantic.ValidationError as error:
@@ -316,14 +322,6 @@ def _pydantic_body_reader(
 
 def _not_json(reason: str) -> HTTPException:
     return HTTPException(400, f"request body is not valid JSON: {reason}")
-
-
-def _check_json(body: bytes, max_depth: int) -> None:
-    """400 for a body no decoder is handed: nested deeper than ``max_depth``, not
-    UTF-8, or holding bytes JSON has not (``NaN``); one pass in the core."""
-    reason = json_refusal(body, max_depth)
-    if reason is not None:
-        raise _not_json(reason)
 
 
 def _check_syntax(body: bytes) -> None:
