@@ -220,6 +220,8 @@ impl<S: Shell> Core<S> {
     pub fn received(&mut self, data: &[u8], now: Instant, limits: &Limits) -> Feed {
         self.last_activity = now;
         if self.is_stopped() {
+            // Not read: the client is still sending, so the close will linger.
+            self.cut_short = true;
             return Feed::Hold;
         }
         if self.pauses.contains(Pause::Capacity) {
@@ -537,6 +539,12 @@ impl<S: Shell> Core<S> {
     /// kernel would drop the answer unread: the shell lingers instead.
     pub fn input_unfinished(&self) -> bool {
         self.cut_short || matches!(self.reading, Reading::Body(_) | Reading::Stream(_))
+    }
+
+    /// The client may still be sending when the connection closes (it asked to keep
+    /// the connection, and the answer ends it): the close lingers.
+    pub fn may_be_sending(&mut self) {
+        self.cut_short = true;
     }
 
     /// Closes the connection after the responses already queued; reads no more.

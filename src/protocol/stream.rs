@@ -246,6 +246,10 @@ impl Connection {
     /// dropped unanswered (their answers would be read as part of its body).
     pub(super) fn note_stream(&mut self, plan: &Plan, seq: Option<u64>) {
         if plan.length == BodyLength::UntilClose {
+            // The client asked for keep-alive and may have sent its next request
+            // already: unread, it would turn the close into a reset that cuts this
+            // answer's end (the body is ended by the close).
+            self.core.may_be_sending();
             match seq {
                 Some(seq) => self.core.last_answer(seq),
                 None => self.core.last_request(),

@@ -148,11 +148,6 @@ def test_whole_answer_while_an_unread_body_arrives(servers: dict[str, Server]) -
     assert len(data.partition(b"\r\n\r\n")[2]) == 1_100_000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="closing after an answer that ends the connection (HTTP/1.0, no length) while the "
-    "client's next pipelined request arrives is a reset, not a lingering close: the answer is cut",
-)
 def test_close_delimited_answer_survives_pipelined_input(servers: dict[str, Server]) -> None:
     """Seeds 127 case 34 and 128 case 548 (the second long run, after bbcdb29). The
     answer to an HTTP/1.0 keep-alive GET that the app streams without a length is

@@ -480,26 +480,11 @@ DIFFERENCES: list[Difference] = [
 # then the strict xfail fails, and the mark and the entry go. The first five
 # (an answer ended by closing followed by more, receive() after the answer, a WSGI
 # stream to a half-closed client, no lingering close, a big answer cut short while
-# an unread body arrived) were fixed in bbcdb29; a run that finds one again fails
+# an unread body arrived) were fixed in bbcdb29, the sixth (a close after an answer
+# ended by closing, with pipelined input arriving, reset the connection and cut the
+# answer) in the commit that emptied this list; a run that finds one again fails
 # with its seed.
-def _bug_close_with_pipelined_input(ctx: Context) -> bool:
-    answers = ctx.veter.exchange.answers
-    if not answers or len(answers) >= len(ctx.case.requests):
-        return False
-    last = answers[-1]
-    closing = last.framing == "close" or (last.header("connection") or "").lower() == "close"
-    theirs = ctx.peer.answer(len(answers) - 1)
-    cut = theirs is not None and last.body_len < theirs.body_len
-    return closing and (ctx.veter.exchange.end == "reset" or cut)
-
-
-KNOWN_BUGS: list[Difference] = [
-    Difference(
-        "test_close_delimited_answer_survives_pipelined_input",
-        "closing after an answer that ends the connection while pipelined input arrives is a reset",
-        _bug_close_with_pipelined_input,
-    ),
-]
+KNOWN_BUGS: list[Difference] = []
 
 
 def known_bug(ctx: Context) -> str | None:
