@@ -1,9 +1,11 @@
 """What every hosted framework's test checks the same way: a form and a multipart
-upload, and a 256 MiB upload streamed through (RSS growth < 32 MiB)."""
+upload, a 256 MiB upload streamed through (RSS growth < 32 MiB), and a JSON POST as
+a connection's last request."""
 
 from __future__ import annotations
 
 import hashlib
+import socket
 from collections.abc import Iterator
 
 import httpx
@@ -49,3 +51,19 @@ def large_upload_is_streamed(server: Proc, client: httpx.Client, *, declared: bo
     r = client.post("/consume", content=body(), headers=headers)
     assert r.json() == {"total": size}
     assert rss(worker) - before < 32 << 20
+
+
+def post_json_as_the_last_request(port: int, path: str, body: bytes, version: str, connection: str) -> bytes:
+    """POSTs ``body`` as JSON on a new connection, HTTP/``version`` with the
+    ``connection`` header line (or none), and returns all the server sent before it
+    closed: what a stock nginx (HTTP/1.0), ``curl -0`` or urllib sends (issue 37)."""
+    head = (
+        f"POST {path} HTTP/{version}\r\nHost: t\r\n{connection}Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head + body)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer

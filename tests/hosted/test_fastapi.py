@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 from collections.abc import Iterator
 
@@ -64,15 +63,7 @@ def test_json_body_on_the_connections_last_request(server: Proc, version: str, c
     # Issue 37: `curl -0 -d ... /items` (what a stock nginx sends upstream) got 400
     # "There was an error parsing the body".
     body = b'{"name":"x","price":1.5}'
-    head = (
-        f"POST /items HTTP/{version}\r\nHost: t\r\n{connection}Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode()
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-        sock.sendall(head + body)
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
+    answer = checks.post_json_as_the_last_request(server.port, "/items", body, version, connection)
     assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
     assert answer.endswith(b'{"name":"x","price":1.5,"tags":[]}'), answer
 

@@ -5,7 +5,6 @@ driven by independent clients (httpx, aiohttp)."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Iterator
 
@@ -59,15 +58,7 @@ def client(server: Proc) -> Iterator[httpx.Client]:
 def test_json_body_on_the_connections_last_request(server: Proc, version: str, connection: str) -> None:
     # Issue 37: a 500, ClientDisconnected from wsgi.input.read().
     body = b'{"name":"x"}'
-    head = (
-        f"POST /items HTTP/{version}\r\nHost: t\r\n{connection}Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode()
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-        sock.sendall(head + body)
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
+    answer = checks.post_json_as_the_last_request(server.port, "/items", body, version, connection)
     assert answer.startswith(b"HTTP/1.1 201 Created\r\n"), answer
     assert answer.rstrip().endswith(b'{"name":"x"}'), answer
 
