@@ -161,13 +161,15 @@ def text_rules(fields: list[tuple[str, Any]]) -> Rules:
 
 
 #: Rules whose every text msgspec's lax conversion reads to the same value or
-#: refuses (tests/typed/test_text.py runs the table through both paths).
-_LAX_AGREES = (float_from_text, bool_from_text)
+#: refuses (tests/typed/test_text.py runs the table through both paths). Not the
+#: bool's: msgspec reads a number's text as a bool (`-0` as False), which the rule
+#: refuses.
+_LAX_AGREES = (float_from_text,)
 
 
 def split_rules(rules: Rules) -> tuple[bool, tuple[str, ...]]:
     """For a reader's good path: whether msgspec's lax conversion may read the
-    texts first (every rule is an int's, a float's or a bool's, none of a list),
+    texts first (every rule is an int's or a float's, none of a list),
     and the ints whose text must then be plain digits (msgspec refuses the rest of
     what the int rule reads, a sign or leading zeros, and reads what it refuses
     only with a non-digit in it: ``1e2``, ``5.0``)."""
