@@ -158,8 +158,10 @@ pub struct Core<S: Shell> {
     pub in_flight: usize,
     /// A response that closes the connection has been emitted.
     pub closing: bool,
-    /// Reading stopped in the middle of a request (its body, or bytes pipelined
-    /// after it): the client may still be sending (see `input_unfinished`).
+    /// The client may still be sending what will not be read: reading stopped in
+    /// the middle of a request (its body, or bytes pipelined after it), input came
+    /// after reading stopped, or an answer ended a connection the client asked to
+    /// keep (see `input_unfinished`).
     cut_short: bool,
     /// The transport is closed or handed over: nothing more is written.
     pub closed: bool,
