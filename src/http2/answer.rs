@@ -1,0 +1,402 @@
+//! A stream's answer, written as HTTP/1.1 by the stream's connection, read back
+//! into what HTTP/2 sends: a head (status and fields), body bytes, trailers.
+//!
+//! The bytes come from veter's own encoder (`http1/encode.rs`) and its streamed
+//! answers, so they are well formed; this reader still checks what it relies on
+//! and reports anything else as `Malformed` (the stream is then reset, never
+//! answered with guesses). State: `Head` (bytes up to the blank line are kept in
+//! `buf`), then the body by its framing: `Length` (bytes left), `Chunks` (a chunk
+//! size line, chunk data, its CRLF, trailers), `Tunnel` (after a `101`: the bytes
+//! of a WebSocket, as they are), `UntilClose` (no length: the body ends with the
+//! connection), `Done`.
+//!
+//! HTTP/1.1's connection-specific fields (`connection`, `keep-alive`,
+//! `transfer-encoding`, `upgrade`, `proxy-connection`) are dropped and names are
+//! lowercased (RFC 9113 8.2); a `101` becomes the `200` of RFC 8441.
+
+use memchr::memmem;
+
+/// One thing to send on the stream.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// A `1xx` answer other than `101` (`100 Continue`, `103 Early Hints`).
+    Informational { status: u16, fields: Fields<'a> },
+    /// The answer's head; `end`: there is no body.
+    Head {
+        status: u16,
+        fields: Fields<'a>,
+        end: bool,
+    },
+    /// Body bytes; `end`: the last of them (the slice may be empty).
+    Data { bytes: &'a [u8], end: bool },
+    /// The body's end, with trailer fields.
+    Trailers { fields: Fields<'a> },
+}
+
+/// Fields as (lowercase name, value).
+pub type Fields<'a> = &'a [(&'a [u8], &'a [u8])];
+
+/// The answer's bytes are not what veter writes.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Malformed(pub &'static str);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    Length(u64),
+    Chunks(Chunk),
+    Tunnel,
+    UntilClose,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// Reading a size line (kept in `buf`).
+    Size,
+    /// Chunk data still to come.
+    Data(u64),
+    /// The CRLF after a chunk's data (bytes of it still expected).
+    DataEnd(u8),
+    /// Trailer fields up to the blank line (kept in `buf`).
+    Trailers,
+}
+
+/// The reader of one answer (one per stream).
+pub struct Answer {
+    state: State,
+    /// The request was `HEAD`: the answer has no body whatever its fields say.
+    head_request: bool,
+    /// Bytes of an incomplete head, size line or trailer block.
+    buf: Vec<u8>,
+    /// Lowercased names and values of the fields being handed out.
+    names: Vec<u8>,
+}
+
+/// Fields named here are HTTP/1.1's own and do not exist in HTTP/2.
+fn connection_specific(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"connection" | b"keep-alive" | b"transfer-encoding" | b"upgrade" | b"proxy-connection"
+    )
+}
+
+impl Answer {
+    pub fn new(head_request: bool) -> Self {
+        Answer {
+            state: State::Head,
+            head_request,
+            buf: Vec::new(),
+            names: Vec::new(),
+        }
+    }
+
+    /// The whole answer has been read.
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    /// Whether the head has been read (something was sent on the stream).
+    pub fn started(&self) -> bool {
+        self.state != State::Head
+    }
+
+    /// The connection closed: an answer without a length ends here (`Some` with the
+    /// piece to send); any other unfinished answer was cut short (`None`).
+    pub fn closed(&mut self) -> Option<Piece<'static>> {
+        match self.state {
+            State::UntilClose | State::Tunnel => {
+                self.state = State::Done;
+                Some(Piece::Data {
+                    bytes: &[],
+                    end: true,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Reads `data`, handing each piece to `emit` in order.
+    pub fn feed(
+        &mut self,
+        mut data: &[u8],
+        emit: &mut dyn FnMut(Piece<'_>),
+    ) -> Result<(), Malformed> {
+        while !data.is_empty() {
+            match self.state {
+                State::Done => return Err(Malformed("bytes after the answer's end")),
+                State::Head => {
+                    let Some(used) = self.take_block(data) else {
+                        return Ok(());
+                    };
+                    data = &data[used..];
+                    self.read_head(emit)?;
+                }
+                State::Length(left) => {
+                    let take = usize::try_from(left).map_or(data.len(), |l| l.min(data.len()));
+                    let left = left - take as u64;
+                    emit(Piece::Data {
+                        bytes: &data[..take],
+                        end: left == 0,
+                    });
+                    data = &data[take..];
+                    self.state = if left == 0 {
+                        State::Done
+                    } else {
+                        State::Length(left)
+                    };
+                }
+                State::Tunnel | State::UntilClose => {
+                    emit(Piece::Data {
+                        bytes: data,
+                        end: false,
+                    });
+                    return Ok(());
+                }
+                State::Chunks(chunk) => data = self.read_chunks(chunk, data, emit)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves bytes up to and including a blank line into `buf`; the count used from
+    /// `data` once `buf` holds a whole block, None while it does not.
+    fn take_block(&mut self, data: &[u8]) -> Option<usize> {
+        let before = self.buf.len();
+        self.buf.extend_from_slice(data);
+        // The blank line may straddle the two pieces: search from a little before.
+        let from = before.saturating_sub(3);
+        let at = memmem::find(&self.buf[from..], b"\r\n\r\n")? + from + 4;
+        self.buf.truncate(at);
+        Some(at - before)
+    }
+
+    /// The head in `buf`: its pieces, and the state its framing says.
+    fn read_head(&mut self, emit: &mut dyn FnMut(Piece<'_>)) -> Result<(), Malformed> {
+        let head = std::mem::take(&mut self.buf);
+        let line_end = memmem::find(&head, b"\r\n").ok_or(Malformed("no status line"))?;
+        let status = status_of(&head[..line_end])?;
+        let mut spans = Vec::new();
+        let (mut chunked, mut length) = (false, None);
+        self.names.clear();
+        for line in head[line_end + 2..head.len() - 2].split(|&b| b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                continue;
+            }
+            let colon = memchr::memchr(b':', line).ok_or(Malformed("a field line without ':'"))?;
+            let name_at = self.names.len();
+            self.names
+                .extend(line[..colon].iter().map(u8::to_ascii_lowercase));
+            let name = &self.names[name_at..];
+            let value = line[colon + 1..].trim_ascii();
+            if name == b"transfer-encoding" {
+                chunked = value.eq_ignore_ascii_case(b"chunked");
+            } else if name == b"content-length" {
+                length = Some(number(value)?);
+            }
+            let dropped =
+                connection_specific(name) || (status == 101 && name == b"sec-websocket-accept");
+            let keep = !dropped;
+            if keep {
+                spans.push((name_at..self.names.len(), value));
+            } else {
+                self.names.truncate(name_at);
+            }
+        }
+        let fields: Vec<(&[u8], &[u8])> = spans
+            .iter()
+            .map(|(n, v)| (&self.names[n.clone()], *v))
+            .collect();
+        if (100..200).contains(&status) && status != 101 {
+            emit(Piece::Informational {
+                status,
+                fields: &fields,
+            });
+            self.state = State::Head;
+        } else if status == 101 {
+            emit(Piece::Head {
+                status: 200,
+                fields: &fields,
+                end: false,
+            });
+            self.state = State::Tunnel;
+        } else {
+            let no_body = self.head_request || status == 204 || status == 304;
+            self.state = if no_body || length == Some(0) {
+                State::Done
+            } else if chunked {
+                State::Chunks(Chunk::Size)
+            } else if let Some(length) = length {
+                State::Length(length)
+            } else {
+                State::UntilClose
+            };
+            emit(Piece::Head {
+                status,
+                fields: &fields,
+                end: self.state == State::Done,
+            });
+        }
+        self.buf = head;
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn read_chunks<'d>(
+        &mut self,
+        chunk: Chunk,
+        data: &'d [u8],
+        emit: &mut dyn FnMut(Piece<'_>),
+    ) -> Result<&'d [u8], Malformed> {
+        match chunk {
+            Chunk::Size => {
+                let before = self.buf.len();
+                self.buf.extend_from_slice(data);
+                let Some(at) = memmem::find(&self.buf, b"\r\n") else {
+                    if self.buf.len() > 64 {
+                        return Err(Malformed("a chunk size line over 64 bytes"));
+                    }
+                    return Ok(&[]);
+                };
+                let line = &self.buf[..at];
+                let digits = line
+                    .split(|&b| b == b';')
+                    .next()
+                    .unwrap_or(line)
+                    .trim_ascii();
+                let size = std::str::from_utf8(digits)
+                    .ok()
+                    .and_then(|d| u64::from_str_radix(d, 16).ok())
+                    .ok_or(Malformed("a chunk size that is not hexadecimal"))?;
+                let used = at + 2 - before;
+                self.buf.clear();
+                self.state = State::Chunks(if size == 0 {
+                    Chunk::Trailers
+                } else {
+                    Chunk::Data(size)
+                });
+                Ok(&data[used..])
+            }
+            Chunk::Data(left) => {
+                let take = usize::try_from(left).map_or(data.len(), |l| l.min(data.len()));
+                emit(Piece::Data {
+                    bytes: &data[..take],
+                    end: false,
+                });
+                let left = left - take as u64;
+                self.state = State::Chunks(if left == 0 {
+                    Chunk::DataEnd(2)
+                } else {
+                    Chunk::Data(left)
+                });
+                Ok(&data[take..])
+            }
+            Chunk::DataEnd(left) => {
+                let expected: &[u8] = if left == 2 { b"\r\n" } else { b"\n" };
+                let take = expected.len().min(data.len());
+                if data[..take] != expected[..take] {
+                    return Err(Malformed("chunk data not followed by CRLF"));
+                }
+                let left = left - u8::try_from(take).unwrap_or(left);
+                self.state = State::Chunks(if left == 0 {
+                    Chunk::Size
+                } else {
+                    Chunk::DataEnd(left)
+                });
+                Ok(&data[take..])
+            }
+            Chunk::Trailers => {
+                // No trailers: the block is just CRLF.
+                if self.buf.is_empty() && data.starts_with(b"\r\n") {
+                    self.state = State::Done;
+                    emit(Piece::Data {
+                        bytes: &[],
+                        end: true,
+                    });
+                    return Ok(&data[2..]);
+                }
+                if self.buf == b"\r" && data.starts_with(b"\n") {
+                    self.buf.clear();
+                    self.state = State::Done;
+                    emit(Piece::Data {
+                        bytes: &[],
+                        end: true,
+                    });
+                    return Ok(&data[1..]);
+                }
+                // Trailer lines end with a blank line: put a fake status line in
+                // front so that `take_block` finds "\r\n\r\n" in an empty block too.
+                let Some(used) = self.take_trailers(data) else {
+                    return Ok(&[]);
+                };
+                self.emit_trailers(emit)?;
+                Ok(&data[used..])
+            }
+        }
+    }
+
+    fn take_trailers(&mut self, data: &[u8]) -> Option<usize> {
+        if self.buf.is_empty() && data.first() == Some(&b'\r') && data.len() == 1 {
+            self.buf.push(b'\r');
+            return None;
+        }
+        self.take_block(data)
+    }
+
+    fn emit_trailers(&mut self, emit: &mut dyn FnMut(Piece<'_>)) -> Result<(), Malformed> {
+        let block = std::mem::take(&mut self.buf);
+        self.names.clear();
+        let mut spans = Vec::new();
+        for line in block[..block.len() - 2].split(|&b| b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                continue;
+            }
+            let colon =
+                memchr::memchr(b':', line).ok_or(Malformed("a trailer line without ':'"))?;
+            let at = self.names.len();
+            self.names
+                .extend(line[..colon].iter().map(u8::to_ascii_lowercase));
+            spans.push((at..self.names.len(), line[colon + 1..].trim_ascii()));
+        }
+        let fields: Vec<(&[u8], &[u8])> = spans
+            .iter()
+            .map(|(n, v)| (&self.names[n.clone()], *v))
+            .collect();
+        emit(Piece::Trailers { fields: &fields });
+        self.state = State::Done;
+        Ok(())
+    }
+}
+
+fn status_of(line: &[u8]) -> Result<u16, Malformed> {
+    let code = line
+        .strip_prefix(b"HTTP/1.1 ")
+        .or_else(|| line.strip_prefix(b"HTTP/1.0 "))
+        .ok_or(Malformed("not an HTTP/1.1 status line"))?;
+    match code.get(..3) {
+        Some(digits) if digits.iter().all(u8::is_ascii_digit) => {
+            let n = digits
+                .iter()
+                .fold(0u16, |n, d| n * 10 + u16::from(d - b'0'));
+            if n >= 100 {
+                Ok(n)
+            } else {
+                Err(Malformed("a status under 100"))
+            }
+        }
+        _ => Err(Malformed("a status that is not three digits")),
+    }
+}
+
+fn number(value: &[u8]) -> Result<u64, Malformed> {
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .ok_or(Malformed("a content-length that is not a number"))
+}
+
+#[cfg(test)]
+#[path = "answer_tests.rs"]
+mod tests;
