@@ -14,7 +14,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 
 # The frameworks and clients the hosted-app tests serve and drive (tests/hosted/):
 # real ASGI apps, independent clients, and uvicorn and gunicorn as the differential oracles.
-HOSTED_TEST_DEPS := "fastapi>=0.115" "starlette>=0.40" "python-multipart>=0.0.18" "httpx>=0.27" \
+HOSTED_TEST_DEPS := "fastapi>=0.115" "starlette>=0.40" "python-multipart>=0.0.18" "httpx[http2]>=0.27" "h2>=4.1" \
 	"uvicorn>=0.30" "httptools>=0.6" "gunicorn>=23" "flask>=3" "django>=5" "litestar>=2.12" "quart>=0.19"
 
 # Other supported Pythons the tests also run on: pyenv's or on PATH, else (3.14, 3.15)
@@ -26,6 +26,7 @@ WHEEL_TEST_PYTHONS ?= 3.14
 $(VENV)/.installed: pyproject.toml Makefile tests/websockets/autobahn/requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	bash scripts/install-services.sh
+	bash scripts/install-h2spec.sh
 	bash tests/websockets/autobahn/install.sh
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "maturin>=1.7,<2" "uvloop>=0.21" "orjson>=3.10" "click>=8.1" "watchfiles>=0.21" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the servers the integration tests start for themselves (PostgreSQL,
 # Redis, MariaDB, and nginx, HAProxy and ApacheBench for the deployment and proxy
-# tests), and Chromium for the browser test, skipping what is already there. Idempotent. The tests never use the system services: they run private
+# tests, h2load for HTTP/2), and Chromium for the browser test, skipping what is already there. Idempotent. The tests never use the system services: they run private
 # instances on free loopback ports (tests/services.py).
 set -euo pipefail
 
@@ -11,6 +11,8 @@ command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
 [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
 [ -x /usr/sbin/haproxy ] || pkgs+=(haproxy)
 command -v ab >/dev/null 2>&1 || pkgs+=(apache2-utils)
+# h2load, the HTTP/2 load generator of the HTTP/2 tests and benchmark.
+command -v h2load >/dev/null 2>&1 || pkgs+=(nghttp2-client)
 command -v valgrind >/dev/null 2>&1 || pkgs+=(valgrind)
 # For the Pythons Debian 12 does not package (scripts/install-python.sh): here, with
 # the other apt installs, not later beside them (two apt-gets at once fight over dpkg).

@@ -34,6 +34,7 @@ mod completion;
 mod current;
 pub use current::inline_request;
 mod deferred;
+mod h2;
 mod handler;
 mod observe;
 mod respond;
@@ -138,6 +139,14 @@ pub struct Connection {
     /// The wall clock at `clock.0`: access log times are derived from it, so a line
     /// costs one monotonic clock read (its duration), not two.
     clock: (Instant, std::time::SystemTime),
+    /// The client speaks HTTP/2: every callback goes to this session (`h2/`).
+    h2: Option<Py<h2::Session>>,
+    /// This connection serves the streams of an HTTP/2 session, one at a time.
+    h2_stream: bool,
+    /// Its first bytes will say whether the client speaks HTTP/2 (h2c): `sniffed`
+    /// keeps them until they do.
+    sniffing: bool,
+    sniffed: Vec<u8>,
 }
 
 impl Connection {
@@ -197,6 +206,10 @@ impl Connection {
             date: encode::date_line(),
             date_second: 0,
             clock: (now, std::time::SystemTime::now()),
+            h2: None,
+            h2_stream: false,
+            sniffing: false,
+            sniffed: Vec::new(),
         }
     }
 
@@ -307,6 +320,9 @@ impl Connection {
         start: usize,
         mut head: Head,
     ) -> PyResult<()> {
+        if self.h2_stream {
+            head.version = Version::Http2;
+        }
         let data = chunk.as_bytes();
         // Ranges stay relative to the head's first byte (`base`): no copying or
         // shifting of the header spans the parser produced.

@@ -82,6 +82,7 @@ impl Parts {
         match self.version {
             Version::Http10 => "HTTP/1.0",
             Version::Http11 => "HTTP/1.1",
+            Version::Http2 => "HTTP/2.0",
         }
     }
 }
@@ -417,6 +418,7 @@ impl Request {
         match self.parts.version {
             Version::Http10 => "1.0",
             Version::Http11 => "1.1",
+            Version::Http2 => "2",
         }
     }
 

@@ -37,6 +37,18 @@ pub struct ServerSettings {
     pub forwarded_allow_ips: String,
     pub ssl_certfile: Option<String>,
     pub metrics_path: Option<String>,
+    pub http2: bool,
+    pub h2c: bool,
+    pub h2_max_concurrent_streams: u32,
+    pub h2_max_header_list_size: u32,
+    pub h2_header_table_size: u32,
+    pub h2_max_frame_size: u32,
+    pub h2_initial_window_size: u32,
+    pub h2_connection_window: u32,
+    pub h2_max_continuation_frames: u32,
+    pub h2_max_resets_per_second: u32,
+    pub h2_max_control_frames_per_second: u32,
+    pub h2_max_queued_control_bytes: usize,
 }
 
 impl ServerSettings {
@@ -65,6 +77,24 @@ impl ServerSettings {
             time,
             bytes: self.linger_bytes,
         }))
+    }
+
+    /// HTTP/2's limits, or None when HTTP/2 is off.
+    pub fn http2(&self) -> Option<crate::http2::settings::Config> {
+        self.http2.then(|| crate::http2::settings::Config {
+            max_concurrent_streams: self.h2_max_concurrent_streams,
+            max_header_list_size: self.h2_max_header_list_size,
+            header_table_size: self.h2_header_table_size,
+            max_frame_size: self.h2_max_frame_size,
+            initial_window_size: self.h2_initial_window_size,
+            connection_window: self.h2_connection_window,
+            max_continuation_frames: self.h2_max_continuation_frames,
+            flood_window: std::time::Duration::from_secs(1),
+            max_resets_per_window: self.h2_max_resets_per_second,
+            max_control_frames_per_window: self.h2_max_control_frames_per_second,
+            max_queued_control_bytes: self.h2_max_queued_control_bytes,
+            ..crate::http2::settings::Config::default()
+        })
     }
 
     /// The parser's limits.

@@ -109,6 +109,10 @@ pub struct Shared<C> {
     pub proxies: Option<TrustedProxies>,
     /// Connections arrive over TLS (the scheme a request has without proxy headers).
     pub secure: bool,
+    /// HTTP/2's limits, or None when HTTP/2 is off.
+    pub http2: Option<crate::http2::settings::Config>,
+    /// Clear-text HTTP/2 by prior knowledge (with `http2`).
+    pub h2c: bool,
     /// `set` and `reset` of `veter.context.request_var`, the request while its
     /// handler runs.
     pub request_var_set: Py<PyAny>,
@@ -237,6 +241,8 @@ impl<C: Handle> Shared<C> {
                 .then(|| Metrics::new(route_count)),
             proxies,
             secure: config.ssl_certfile.is_some(),
+            http2: config.http2(),
+            h2c: config.h2c,
             request_var_set: observe.request_var_set,
             request_var_reset: observe.request_var_reset,
             max_connections: config.max_connections,

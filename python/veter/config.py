@@ -155,6 +155,61 @@ class ServerConfig:
         None, "TLS private key (PEM); may be the certfile itself when it holds both."
     )
     ssl_keyfile_password: str | None = setting(None, "Password of an encrypted ssl_keyfile.")
+    http2: bool = setting(
+        True,
+        "Serve HTTP/2 beside HTTP/1.1: h2 by ALPN over TLS, and h2c (clear text) per the h2c setting.",
+    )
+    h2c: bool = setting(
+        True,
+        "With http2, serve clear-text HTTP/2 to clients that start with its preface (prior knowledge).",
+    )
+    h2_max_concurrent_streams: int = setting(
+        100, "HTTP/2 streams one client may have open at once; more are refused (REFUSED_STREAM).", ge=1
+    )
+    h2_max_header_list_size: int = setting(
+        16 * 1024,
+        "Bytes of one HTTP/2 request's decoded header list (HPACK sizes); more is answered 431.",
+        ge=1024,
+    )
+    h2_header_table_size: int = setting(
+        4096, "Bytes of the HPACK table a client's encoder may use on one connection.", ge=0, le=1 << 20
+    )
+    h2_max_frame_size: int = setting(
+        16 * 1024, "Largest HTTP/2 frame accepted, in bytes (16 KiB to 16 MiB).", ge=1 << 14, le=(1 << 24) - 1
+    )
+    h2_initial_window_size: int = setting(
+        256 * 1024,
+        "Bytes of a request body an HTTP/2 client may send ahead of the app, per stream (flow control).",
+        ge=1,
+        le=(1 << 31) - 1,
+    )
+    h2_connection_window: int = setting(
+        1024 * 1024,
+        "Bytes an HTTP/2 client may have in flight on one connection, all streams together.",
+        ge=65535,
+        le=(1 << 31) - 1,
+    )
+    h2_max_continuation_frames: int = setting(
+        32, "CONTINUATION frames allowed in one HTTP/2 header block (CVE-2024-27316).", ge=1
+    )
+    h2_max_resets_per_second: int = setting(
+        200,
+        "HTTP/2 streams reset per second per connection (by the client, or for its errors) before "
+        "the connection is closed with ENHANCE_YOUR_CALM (Rapid Reset, CVE-2023-44487).",
+        ge=1,
+    )
+    h2_max_control_frames_per_second: int = setting(
+        1000,
+        "HTTP/2 frames per second per connection that make no progress (SETTINGS, PING, PRIORITY, "
+        "empty DATA...) before the connection is closed with ENHANCE_YOUR_CALM.",
+        ge=1,
+    )
+    h2_max_queued_control_bytes: int = setting(
+        64 * 1024,
+        "Bytes of HTTP/2 control frames (acks, resets) a client leaves unread before the connection "
+        "is closed with ENHANCE_YOUR_CALM.",
+        ge=1024,
+    )
     metrics_path: str | None = setting(
         None, "Serve Prometheus metrics at this path (e.g. /metrics); 'off': none."
     )

@@ -82,6 +82,7 @@ pub fn environ<'py>(
     let protocol = match parts.version {
         crate::http1::parse::Version::Http10 => pyo3::intern!(py, "HTTP/1.0"),
         crate::http1::parse::Version::Http11 => pyo3::intern!(py, "HTTP/1.1"),
+        crate::http1::parse::Version::Http2 => pyo3::intern!(py, "HTTP/2"),
     };
     env.set_item(pyo3::intern!(py, "SERVER_PROTOCOL"), protocol)?;
     env.set_item(pyo3::intern!(py, "wsgi.url_scheme"), request.scheme())?;

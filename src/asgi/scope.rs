@@ -84,6 +84,7 @@ pub fn http<'py>(
     let http_version = match parts.version {
         crate::http1::parse::Version::Http10 => pyo3::intern!(py, "1.0"),
         crate::http1::parse::Version::Http11 => pyo3::intern!(py, "1.1"),
+        crate::http1::parse::Version::Http2 => pyo3::intern!(py, "2"),
     };
     scope.set_item(pyo3::intern!(py, "http_version"), http_version)?;
     scope.set_item(

@@ -54,6 +54,9 @@ use fields::{parse_fields, Fields};
 pub enum Version {
     Http10,
     Http11,
+    /// Never parsed: the version of a request an HTTP/2 stream carries (its HTTP/1.1
+    /// head is written by `http2::as_h1`, and the shell marks it).
+    Http2,
 }
 
 /// How the body that follows the head is framed (RFC 9112 section 6.3).

@@ -6,12 +6,15 @@ use std::time::Instant;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::{stream, Connection};
+use super::{h2, stream, Connection};
 use crate::conn::{self, Feed};
 
 #[pymethods]
 impl Connection {
-    fn connection_made(slf: &Bound<'_, Self>, transport: &Bound<'_, PyAny>) -> PyResult<()> {
+    pub(crate) fn connection_made(
+        slf: &Bound<'_, Self>,
+        transport: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let py = slf.py();
         let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
         let mut this = slf.borrow_mut();
@@ -75,9 +78,14 @@ impl Connection {
         this.self_ref = Some(slf.clone().unbind());
         this.core.last_activity = Instant::now();
         let id = this.id;
+        let h2_stream = this.h2_stream;
+        this.sniffing = !h2_stream && d.http2.is_some() && d.h2c;
         drop(this);
         d.register(id, slf.clone().unbind());
-        if d.over_capacity(id, &slf.clone().unbind(), py) {
+        if !h2_stream && d.http2.is_some() && h2::alpn_chose_h2(transport)? {
+            return Self::start_h2(slf, &[]);
+        }
+        if !h2_stream && d.over_capacity(id, &slf.clone().unbind(), py) {
             // Over the worker's connection cap: accepted, but not served until another
             // connection closes. (Reading cannot be paused here: uvloop starts reading
             // after connection_made returns; the first read is kept and pauses it.)
@@ -89,7 +97,19 @@ impl Connection {
         Ok(())
     }
 
-    fn data_received(slf: &Bound<'_, Self>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
+    pub(crate) fn data_received(slf: &Bound<'_, Self>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
+        {
+            let this = slf.borrow();
+            if let Some(session) = &this.h2 {
+                let session = session.clone_ref(slf.py());
+                drop(this);
+                return h2::Session::data_received(session.bind(slf.py()), data.as_bytes());
+            }
+            if this.sniffing {
+                drop(this);
+                return Self::sniff_received(slf, data);
+            }
+        }
         Self::with_borrow(slf, |this, py| {
             if let Some((_, left)) = &mut this.lingering {
                 // Closing: what the client still sends is dropped, up to a budget.
@@ -139,6 +159,9 @@ impl Connection {
     }
 
     fn eof_received(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        if slf.borrow().h2.is_some() {
+            return Ok(false); // the client is done with every stream: close
+        }
         let mut keep_open = false;
         let mut cycles = Vec::new();
         Self::with_borrow(slf, |this, py| {
@@ -164,6 +187,12 @@ impl Connection {
         // Why the connection went away does not change what is cleaned up.
         let _ = exc;
         let py = slf.py();
+        let session = slf.borrow_mut().h2.take();
+        if let Some(session) = session {
+            if let Err(err) = h2::Session::connection_lost(session.bind(py)) {
+                err.print(py);
+            }
+        }
         let (disp, id, pump, unstarted, cycles) = {
             let mut this = slf.borrow_mut();
             let pump = this.core.stream.as_mut().and_then(|s| s.task.take());
@@ -196,6 +225,9 @@ impl Connection {
     }
 
     fn pause_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
+        if let Some(session) = slf.borrow().h2.as_ref() {
+            return h2::Session::set_writing_paused(session.bind(slf.py()), true);
+        }
         Self::with_borrow(slf, |this, _py| {
             this.core.set_writing_paused(true, Instant::now());
             Ok(())
@@ -203,6 +235,9 @@ impl Connection {
     }
 
     fn resume_writing(slf: &Bound<'_, Self>) -> PyResult<()> {
+        if let Some(session) = slf.borrow().h2.as_ref() {
+            return h2::Session::set_writing_paused(session.bind(slf.py()), false);
+        }
         let mut waiter = None;
         Self::with_borrow(slf, |this, py| {
             this.core.set_writing_paused(false, Instant::now());
@@ -216,6 +251,68 @@ impl Connection {
     #[getter]
     fn in_flight(&self) -> usize {
         self.core.in_flight
+    }
+}
+
+impl Connection {
+    /// The first bytes of a clear-text connection, read until they tell HTTP/2's
+    /// preface from an HTTP/1.1 request (almost always at once, in the first read).
+    fn sniff_received(slf: &Bound<'_, Self>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
+        let py = slf.py();
+        let joined = {
+            let mut this = slf.borrow_mut();
+            (!this.sniffed.is_empty()).then(|| {
+                let mut joined = std::mem::take(&mut this.sniffed);
+                joined.extend_from_slice(data.as_bytes());
+                joined
+            })
+        };
+        let bytes = joined.as_deref().unwrap_or(data.as_bytes());
+        match h2::sniff(bytes) {
+            h2::Sniff::Unsure => {
+                slf.borrow_mut().sniffed = bytes.to_vec();
+                Ok(())
+            }
+            h2::Sniff::Http2 => Self::start_h2(slf, bytes),
+            h2::Sniff::Http1 => {
+                slf.borrow_mut().sniffing = false;
+                match joined {
+                    None => Self::data_received(slf, data),
+                    Some(joined) => Self::data_received(slf, &PyBytes::new(py, &joined)),
+                }
+            }
+        }
+    }
+
+    /// The client speaks HTTP/2: a session takes every callback from now on.
+    fn start_h2(slf: &Bound<'_, Self>, first: &[u8]) -> PyResult<()> {
+        let py = slf.py();
+        let session = {
+            let mut this = slf.borrow_mut();
+            this.sniffing = false;
+            let disp = this.disp.clone();
+            let Some(config) = disp.http2.as_ref() else {
+                return Ok(());
+            };
+            let Some(transport) = this.transport.as_ref().map(|t| t.clone_ref(py)) else {
+                return Ok(());
+            };
+            let session = h2::Session::new(
+                py,
+                disp.clone(),
+                this.dispatcher.clone_ref(py),
+                transport,
+                config,
+            )?;
+            let session = Py::new(py, session)?;
+            this.h2 = Some(session.clone_ref(py));
+            session
+        };
+        if first.is_empty() {
+            h2::Session::flush(session.bind(py))
+        } else {
+            h2::Session::data_received(session.bind(py), first)
+        }
     }
 }
 

@@ -23,6 +23,10 @@ impl Connection {
             let Ok(mut this) = slf.try_borrow_mut() else {
                 return Ok(false);
             };
+            if let Some(session) = this.h2.as_ref().map(|s| s.clone_ref(py)) {
+                drop(this);
+                return super::h2::Session::tick(session.bind(py), now, t.keepalive);
+            }
             if let Some((until, _)) = this.lingering {
                 if now < until {
                     return Ok(false);
