@@ -37,6 +37,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dispatcher::Dispatcher>()?;
     m.add_class::<protocol::Connection>()?;
     m.add_class::<protocol::AsgiCycle>()?;
+    m.add_class::<protocol::Http2Session>()?;
+    m.add_class::<protocol::StreamTransport>()?;
     m.add_class::<protocol::StreamWriter>()?;
     m.add_class::<protocol::Streamed>()?;
     m.add_class::<protocol::Upgrade>()?;

@@ -46,6 +46,7 @@ mod transport;
 mod upload;
 
 pub use asgi::Cycle as AsgiCycle;
+pub use h2::{Session as Http2Session, StreamTransport};
 pub use completion::Completion;
 pub use stream::{StreamWriter, Streamed, Upgrade};
 

@@ -211,6 +211,7 @@ impl<C: Handle> Shared<C> {
             pattern: PyString::intern(py, "").unbind(),
             param_names: Vec::new(),
         });
+        let http2 = config.http2();
         Ok(Shared {
             router: tree,
             unmatched,
@@ -241,7 +242,7 @@ impl<C: Handle> Shared<C> {
                 .then(|| Metrics::new(route_count)),
             proxies,
             secure: config.ssl_certfile.is_some(),
-            http2: config.http2(),
+            http2,
             h2c: config.h2c,
             request_var_set: observe.request_var_set,
             request_var_reset: observe.request_var_reset,

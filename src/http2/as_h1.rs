@@ -38,7 +38,7 @@ pub struct Head<'a, F> {
     pub authority: Option<&'a [u8]>,
     /// `:protocol` of an extended CONNECT.
     pub protocol: Option<&'a [u8]>,
-    /// The regular fields in order (lowercase names).
+    /// The regular fields in order (lowercase names), as often as they are asked for.
     pub fields: F,
     pub content_length: Option<u64>,
     /// The HEADERS frame ended the stream: no body.
@@ -46,9 +46,10 @@ pub struct Head<'a, F> {
 }
 
 /// Appends the HTTP/1.1 head for `head` to `out` and says how its body goes.
-pub fn write_head<'a, F>(head: Head<'a, F>, out: &mut Vec<u8>) -> BodyMode
+pub fn write_head<'a, F, I>(head: Head<'a, F>, out: &mut Vec<u8>) -> BodyMode
 where
-    F: Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
+    F: Fn() -> I,
+    I: Iterator<Item = (&'a [u8], &'a [u8])>,
 {
     let websocket = head
         .protocol
@@ -61,14 +62,14 @@ where
     match head.authority {
         Some(authority) => out.extend_from_slice(authority),
         None => {
-            if let Some((_, value)) = head.fields.clone().find(|(n, _)| *n == b"host") {
+            if let Some((_, value)) = (head.fields)().find(|(n, _)| *n == b"host") {
                 out.extend_from_slice(value);
             }
         }
     }
     out.extend_from_slice(b"\r\n");
     let mut cookies = 0;
-    for (name, value) in head.fields.clone() {
+    for (name, value) in (head.fields)() {
         if name == b"host" || name == b"content-length" {
             continue;
         }
@@ -81,7 +82,7 @@ where
     if cookies > 0 {
         out.extend_from_slice(b"cookie: ");
         let mut first = true;
-        for (_, value) in head.fields.filter(|(n, _)| *n == b"cookie") {
+        for (_, value) in (head.fields)().filter(|(n, _)| *n == b"cookie") {
             if !first {
                 out.extend_from_slice(b"; ");
             }
@@ -150,7 +151,7 @@ mod tests {
                 path: b"/a?b=1",
                 authority: Some(b"example.com"),
                 protocol: None,
-                fields: fields.iter().map(|(n, v)| (*n, *v)),
+                fields: || fields.iter().map(|(n, v)| (*n, *v)),
                 content_length,
                 end_stream,
             },
@@ -211,7 +212,7 @@ mod tests {
                 path: b"/",
                 authority: None,
                 protocol: None,
-                fields: fields.iter().copied(),
+                fields: || fields.iter().copied(),
                 content_length: None,
                 end_stream: true,
             },
@@ -233,7 +234,7 @@ mod tests {
                 path: b"/ws",
                 authority: Some(b"h"),
                 protocol: Some(b"websocket"),
-                fields: fields.iter().copied(),
+                fields: || fields.iter().copied(),
                 content_length: None,
                 end_stream: false,
             },

@@ -274,6 +274,18 @@ impl Connection {
                 Ok(())
             }
             h2::Sniff::Http2 => Self::start_h2(slf, bytes),
+            h2::Sniff::Neither => {
+                let transport = {
+                    let mut this = slf.borrow_mut();
+                    this.sniffing = false;
+                    this.core.abort();
+                    this.transport.as_ref().map(|t| t.clone_ref(py))
+                };
+                match transport {
+                    Some(t) => t.call_method0(py, "close").map(drop),
+                    None => Ok(()),
+                }
+            }
             h2::Sniff::Http1 => {
                 slf.borrow_mut().sniffing = false;
                 match joined {

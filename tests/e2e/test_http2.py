@@ -8,6 +8,7 @@ import asyncio
 import json
 import shutil
 import socket
+import ssl
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -55,7 +56,7 @@ def app() -> veter.App:
             for i in range(5):
                 yield f"part {i}\n".encode()
 
-        return veter.StreamingResponse(parts(), media_type="text/plain")
+        return veter.StreamingResponse(parts(), content_type="text/plain")
 
     @app.get("/big")
     def big(request: veter.Request) -> bytes:
@@ -144,7 +145,10 @@ def test_http2_off_answers_the_preface_as_http1(serve: Callable[..., RunningServ
 def test_h2_over_tls_by_alpn(serve: Callable[..., RunningServer], cert: tuple[Path, Path]) -> None:  # noqa: F811
     running = serve(app(), ssl_certfile=str(cert[0]), ssl_keyfile=str(cert[1]))
     with httpx.Client(
-        base_url=f"https://127.0.0.1:{running.port}", http2=True, verify=str(cert[0]), timeout=10
+        base_url=f"https://127.0.0.1:{running.port}",
+        http2=True,
+        verify=ssl.create_default_context(cafile=str(cert[0])),
+        timeout=10,
     ) as client:
         r = client.get("/json")
         assert r.http_version == "HTTP/2" and r.json()["version"] == "2"

@@ -292,7 +292,7 @@ impl<'s> Fields<'s> {
 
     pub(super) fn keep_alive(&self) -> bool {
         match self.version {
-            Version::Http11 => !self.close,
+            Version::Http11 | Version::Http2 => !self.close,
             Version::Http10 => self.keep_alive && !self.close,
         }
     }

@@ -223,7 +223,7 @@ impl Session {
                     path: head.path(),
                     authority: head.authority(),
                     protocol: head.protocol(),
-                    fields: head.fields(),
+                    fields: || head.fields(),
                     content_length: head.content_length,
                     end_stream,
                 },
