@@ -10,6 +10,7 @@ pub mod body_stream;
 pub mod conn;
 pub mod dispatcher;
 pub mod http1;
+pub mod http2;
 pub mod json_check;
 pub mod logfile;
 pub mod metrics;

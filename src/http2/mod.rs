@@ -1,0 +1,18 @@
+//! HTTP/2 (RFC 9113) without I/O: frames (`frame`), settings and limits
+//! (`settings`), error codes (`error`), streams (`stream`), request checks
+//! (`request`), flood limits (`flood`) and the server connection that ties them
+//! together (`conn`, its theory at the top), over HPACK (`hpack`).
+
+pub mod conn;
+pub mod error;
+pub mod flood;
+pub mod frame;
+pub mod hpack;
+pub mod request;
+pub mod settings;
+pub mod stream;
+
+pub use conn::{Connection, Event};
+pub use error::ErrorCode;
+pub use request::RequestHead;
+pub use settings::Config;
