@@ -1,7 +1,8 @@
 //! HTTP/2 (RFC 9113) without I/O: frames (`frame`), settings and limits
 //! (`settings`), error codes (`error`), streams (`stream`), request checks
 //! (`request`), flood limits (`flood`) and the server connection that ties them
-//! together (`conn`, its theory at the top), over HPACK (`hpack`).
+//! together (`conn`, its theory at the top), over HPACK (`hpack`). The
+//! Python-facing shell drives the connection as it drives the HTTP/1.1 core.
 
 pub mod conn;
 pub mod error;

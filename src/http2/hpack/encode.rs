@@ -1,0 +1,251 @@
+//! The HPACK encoder: our fields out, with a fixed indexing policy.
+//!
+//! For each field, in order of preference:
+//! 1. the whole field is in a table: one indexed field (one byte for the static
+//!    `:status` values and the first 62 dynamic entries);
+//! 2. otherwise a literal, its name by index when a table has it, written
+//!    - with incremental indexing when the field is likely to repeat on this
+//!      connection (`server`, `content-type`, `date` (it changes once a second, and
+//!      every response in that second shares it), `vary`, a `:status` that is not
+//!      in the static table, ...);
+//!    - without indexing when it is unique per response (`content-length`,
+//!      `x-request-id`, `etag`, ...: indexing them would only evict useful entries)
+//!      or too large to be worth a quarter of the table;
+//!    - never indexed for credentials (`set-cookie`, `cookie`, `authorization`,
+//!      `proxy-authorization`), so no intermediary indexes them either (7.1.3).
+//!
+//! Strings are Huffman-coded only when that is shorter.
+//!
+//! Lookups: a static name is found through a hash of its length and a few bytes
+//! into a 128-slot table built at compile time, then its static values compared;
+//! the dynamic table (at most 4 KiB, so at most 128 entries and usually a handful)
+//! is scanned, comparing lengths before bytes.
+//!
+//! Table size: the peer's `SETTINGS_HEADER_TABLE_SIZE` bounds our table; we use at
+//! most `MAX_TABLE_SIZE`. A change is applied to our table at once and announced at
+//! the start of the next block (`begin_block`): the smallest size since the last
+//! block, then the final one, so the peer evicts exactly what we evicted (4.2).
+
+use super::integer::{self, write_string};
+use super::table::{DynamicTable, DYNAMIC_START, ENTRY_OVERHEAD, STATIC};
+
+/// The table size both sides start with (RFC 9113 `SETTINGS_HEADER_TABLE_SIZE`).
+const DEFAULT_TABLE_SIZE: usize = 4096;
+
+/// The most we use, whatever the peer allows: responses repeat few fields, and a
+/// small table keeps the scans short.
+const MAX_TABLE_SIZE: usize = 4096;
+
+/// The encoding side of one connection.
+pub struct Encoder {
+    table: DynamicTable,
+    /// Size updates not yet sent: the smallest since the last block, the last.
+    pending: Option<(usize, usize)>,
+}
+
+/// How a literal field is written (RFC 7541 6.2).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Indexing {
+    Incremental,
+    Without,
+    Never,
+}
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Encoder {
+    /// Starts with the peer's default table size (4,096).
+    pub fn new() -> Self {
+        Self {
+            table: DynamicTable::new(DEFAULT_TABLE_SIZE.min(MAX_TABLE_SIZE)),
+            pending: None,
+        }
+    }
+
+    /// The peer's `SETTINGS_HEADER_TABLE_SIZE`: our table shrinks (or grows) to
+    /// `min(size, 4096)` now, and the update is sent at the start of the next block.
+    pub fn set_peer_max_table_size(&mut self, size: usize) {
+        let size = size.min(MAX_TABLE_SIZE);
+        if self.pending.is_none() && size == self.table.max_size() {
+            return;
+        }
+        let smallest = self
+            .pending
+            .map_or(size, |(smallest, _)| smallest.min(size));
+        self.pending = Some((smallest, size));
+        self.table.set_max_size(size);
+    }
+
+    /// Writes the pending size update(s), if any; call at the start of every block.
+    pub fn begin_block(&mut self, out: &mut Vec<u8>) {
+        if let Some((smallest, last)) = self.pending.take() {
+            if smallest < last {
+                integer::encode(smallest, 5, 0x20, out);
+            }
+            integer::encode(last, 5, 0x20, out);
+        }
+    }
+
+    /// The dynamic table's current size (entries plus 32 bytes each).
+    pub fn table_size(&self) -> usize {
+        self.table.size()
+    }
+
+    /// The dynamic table's entries, newest first.
+    pub fn table_entries(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.table.iter()
+    }
+
+    /// `:status`: one byte for the static ones (200, 204, 206, 304, 400, 404, 500);
+    /// others literal, indexed so that a repeated one becomes one byte.
+    pub fn encode_status(&mut self, status: u16, out: &mut Vec<u8>) {
+        let index = match status {
+            200 => 8,
+            204 => 9,
+            206 => 10,
+            304 => 11,
+            400 => 12,
+            404 => 13,
+            500 => 14,
+            _ => {
+                let mut digits = itoa::Buffer::new();
+                self.encode(b":status", digits.format(status).as_bytes(), out);
+                return;
+            }
+        };
+        out.push(0x80 | index);
+    }
+
+    /// One field; `name` is lowercase (the caller guarantees it).
+    pub fn encode(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        let (static_name, static_full) = find_static(name, value);
+        if let Some(index) = static_full {
+            integer::encode(index, 7, 0x80, out);
+            return;
+        }
+        let (dynamic_full, dynamic_name) = self.find_dynamic(name, value);
+        if let Some(i) = dynamic_full {
+            integer::encode(DYNAMIC_START + i, 7, 0x80, out);
+            return;
+        }
+        let name_index = static_name.or(dynamic_name.map(|i| DYNAMIC_START + i));
+        let indexing = self.indexing(name, value);
+        let (prefix, flags) = match indexing {
+            Indexing::Incremental => (6, 0x40),
+            Indexing::Without => (4, 0x00),
+            Indexing::Never => (4, 0x10),
+        };
+        if let Some(index) = name_index {
+            integer::encode(index, prefix, flags, out);
+        } else {
+            integer::encode(0, prefix, flags, out);
+            write_string(name, out);
+        }
+        write_string(value, out);
+        if indexing == Indexing::Incremental {
+            self.table.insert(name, value);
+        }
+    }
+
+    /// The policy of the module's doc comment.
+    fn indexing(&self, name: &[u8], value: &[u8]) -> Indexing {
+        match name {
+            b"set-cookie" | b"cookie" | b"authorization" | b"proxy-authorization" => {
+                Indexing::Never
+            }
+            b"content-length" | b"x-request-id" | b"etag" | b"last-modified" | b"age"
+            | b"content-range" | b"location" | b":path" | b"traceparent" => Indexing::Without,
+            _ if (name.len() + value.len() + ENTRY_OVERHEAD) * 4 > self.table.max_size() => {
+                Indexing::Without
+            }
+            _ => Indexing::Incremental,
+        }
+    }
+
+    /// The dynamic entry holding the whole field, else the first holding its name
+    /// (0 the newest).
+    fn find_dynamic(&self, name: &[u8], value: &[u8]) -> (Option<usize>, Option<usize>) {
+        let mut name_match = None;
+        for (i, (n, v)) in self.table.iter().enumerate() {
+            if n == name {
+                if v == value {
+                    return (Some(i), name_match.or(Some(i)));
+                }
+                name_match = name_match.or(Some(i));
+            }
+        }
+        (None, name_match)
+    }
+}
+
+/// Slots of the static names' hash table: 0 empty, else the static index of the
+/// first entry with that name.
+const SLOTS: usize = 128;
+static STATIC_NAMES: [u8; SLOTS] = build_static_names();
+
+/// A hash of a name for `STATIC_NAMES`: the 61 names' lengths, first, middle and
+/// last bytes spread them with few collisions.
+const fn name_slot(name: &[u8]) -> usize {
+    let len = name.len();
+    if len == 0 {
+        return 0;
+    }
+    (len * 31 + name[0] as usize * 7 + name[len / 2] as usize * 3 + name[len - 1] as usize) % SLOTS
+}
+
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+#[allow(clippy::cast_possible_truncation)] // static indices are 1..=61
+const fn build_static_names() -> [u8; SLOTS] {
+    let mut slots = [0u8; SLOTS];
+    let mut i = 0;
+    while i < STATIC.len() {
+        let name = STATIC[i].0;
+        // Only the first entry of each name goes in; the others follow it.
+        if i == 0 || !same(STATIC[i - 1].0, name) {
+            let mut slot = name_slot(name);
+            while slots[slot] != 0 {
+                slot = (slot + 1) % SLOTS;
+            }
+            slots[slot] = (i + 1) as u8;
+        }
+        i += 1;
+    }
+    slots
+}
+
+/// The static index of `name`, and of the whole field if the static table has it.
+fn find_static(name: &[u8], value: &[u8]) -> (Option<usize>, Option<usize>) {
+    let mut slot = name_slot(name);
+    loop {
+        let index = usize::from(STATIC_NAMES[slot]);
+        if index == 0 {
+            return (None, None);
+        }
+        if STATIC[index - 1].0 == name {
+            let full = STATIC[index - 1..]
+                .iter()
+                .take_while(|(n, _)| *n == name)
+                .position(|(_, v)| *v == value)
+                .map(|offset| index + offset);
+            return (Some(index), full);
+        }
+        slot = (slot + 1) % SLOTS;
+    }
+}

@@ -1,0 +1,94 @@
+//! Tests of the Huffman code table and coder.
+
+use super::super::Error;
+use super::{decode, encode, encoded_len, CODES};
+
+/// Appendix B is a canonical Huffman code: sorted by (length, symbol), each code is
+/// the previous one plus one, shifted left by the growth in length. Checking that
+/// against the typed-in table catches any typo in it, and that it is complete.
+#[test]
+fn table_is_the_canonical_code_of_its_lengths() {
+    let mut order: Vec<usize> = (0..CODES.len()).collect();
+    order.sort_by_key(|&sym| (CODES[sym].1, sym));
+    let mut code = 0u32;
+    let mut len = CODES[order[0]].1;
+    for &sym in &order {
+        code <<= CODES[sym].1 - len;
+        len = CODES[sym].1;
+        assert_eq!(CODES[sym].0, code, "symbol {sym}");
+        code += 1;
+    }
+    // Complete: the last code is all ones (EOS, thirty of them).
+    assert_eq!((code - 1, len), (0x3fff_ffff, 30));
+}
+
+#[test]
+fn every_byte_round_trips() {
+    let all: Vec<u8> = (0..=255).collect();
+    for input in [
+        &all[..],
+        b"",
+        b"a",
+        b"www.example.com",
+        b"\x00\xff\x0a\x0d\x16",
+    ] {
+        let mut coded = Vec::new();
+        encode(input, &mut coded);
+        assert_eq!(coded.len(), encoded_len(input));
+        let mut back = Vec::new();
+        decode(&coded, &mut back).unwrap();
+        assert_eq!(back, input);
+    }
+    // Each byte alone, so that each code's padding is exercised.
+    for b in 0..=255u8 {
+        let mut coded = Vec::new();
+        encode(&[b], &mut coded);
+        let mut back = Vec::new();
+        decode(&coded, &mut back).unwrap();
+        assert_eq!(back, [b]);
+    }
+}
+
+#[test]
+fn rfc_strings() {
+    // C.4.1's authority and C.4.2's no-cache.
+    for (coded, text) in [
+        (
+            &[
+                0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b, 0xa0, 0xab, 0x90, 0xf4, 0xff,
+            ][..],
+            &b"www.example.com"[..],
+        ),
+        (&[0xa8, 0xeb, 0x10, 0x64, 0x9c, 0xbf][..], b"no-cache"),
+    ] {
+        let mut out = Vec::new();
+        encode(text, &mut out);
+        assert_eq!(out, coded);
+        decode(coded, &mut out).unwrap();
+        assert_eq!(out, text);
+    }
+}
+
+#[test]
+fn eos_and_padding_are_refused() {
+    let mut out = Vec::new();
+    // EOS alone (30 ones, 2 of padding), and after a symbol.
+    assert_eq!(
+        decode(&[0xff, 0xff, 0xff, 0xff], &mut out),
+        Err(Error::Huffman)
+    );
+    assert_eq!(
+        decode(&[0x1f, 0xff, 0xff, 0xff, 0xff], &mut out),
+        Err(Error::Huffman)
+    );
+    // Padding of 8 ones.
+    assert_eq!(decode(&[0xff], &mut out), Err(Error::Huffman));
+    // '0' (00000) padded with zeros, then with ones but one zero among them.
+    assert_eq!(decode(&[0x00], &mut out), Err(Error::Huffman));
+    assert_eq!(decode(&[0x06], &mut out), Err(Error::Huffman));
+    decode(&[0x07], &mut out).unwrap();
+    assert_eq!(out, b"0");
+    // Seven ones of padding after a code ending on a byte boundary is too long
+    // only when it spills: 'a' 'a' ... ; a full extra byte is refused.
+    assert_eq!(decode(&[0x07, 0xff], &mut out), Err(Error::Huffman));
+}
