@@ -17,24 +17,24 @@
 //! the ones the shell saw a `Request` or `HeadersTooLarge` for, are stored
 //! (`stream.rs` has the per-stream states). So "idle" and "closed" cost no
 //! memory, and RFC 9113's frame-on-state table (section 5.1) reads:
-//! - DATA: idle -> connection PROTOCOL_ERROR; closed or half-closed (remote) ->
-//!   stream STREAM_CLOSED, except for streams this side reset lately (the
-//!   client may have sent before it saw our RST_STREAM: ignored);
+//! - DATA: idle -> connection `PROTOCOL_ERROR`; closed or half-closed (remote) ->
+//!   stream `STREAM_CLOSED`, except for streams this side reset lately (the
+//!   client may have sent before it saw our `RST_STREAM`: ignored);
 //! - HEADERS: new id -> a request; stored and receiving -> trailers; stored and
-//!   half-closed (remote) -> stream STREAM_CLOSED; closed -> connection
-//!   STREAM_CLOSED (or ignored if we reset it lately);
-//! - RST_STREAM, WINDOW_UPDATE: idle -> connection PROTOCOL_ERROR; closed ->
+//!   half-closed (remote) -> stream `STREAM_CLOSED`; closed -> connection
+//!   `STREAM_CLOSED` (or ignored if we reset it lately);
+//! - `RST_STREAM`, `WINDOW_UPDATE`: idle -> connection `PROTOCOL_ERROR`; closed ->
 //!   ignored; PRIORITY: always accepted and ignored (a self-dependency is a
-//!   stream PROTOCOL_ERROR);
+//!   stream `PROTOCOL_ERROR`);
 //! - CONTINUATION: only right after a HEADERS or CONTINUATION without
-//!   END_HEADERS on the same stream; anything else in between, or a
-//!   CONTINUATION out of place, is a connection PROTOCOL_ERROR.
+//!   `END_HEADERS` on the same stream; anything else in between, or a
+//!   CONTINUATION out of place, is a connection `PROTOCOL_ERROR`.
 //!
 //! Every header block is decoded to its end, whatever becomes of the request
 //! (refused, malformed, on a stream being ignored), because HPACK's dynamic
 //! table must see every block in order. A block is assembled in one reused
 //! buffer, bounded by twice `max_header_list_size` and `max_continuation_frames`
-//! (CVE-2024-27316): past either the connection ends with ENHANCE_YOUR_CALM,
+//! (CVE-2024-27316): past either the connection ends with `ENHANCE_YOUR_CALM`,
 //! since a block that is not decoded leaves HPACK out of step.
 //!
 //! Flow control: receiving, each stream's window is given back as the app
@@ -65,7 +65,7 @@ use super::frame::{self, flag, kind, Frame, Head, HEADER_LEN, MAX_WINDOW, PREFAC
 use super::hpack::{Decoder, Encoder};
 use super::request::RequestHead;
 use super::settings::{self, Config, PeerSettings, DEFAULT_WINDOW};
-use super::stream::Stream;
+use super::stream::{Fields, Stream};
 use headers::PendingBlock;
 
 /// What the shell learns from the client.
@@ -86,10 +86,7 @@ pub enum Event {
         end_stream: bool,
     },
     /// Trailers ended the request body.
-    Trailers {
-        stream: u32,
-        fields: Vec<(Vec<u8>, Vec<u8>)>,
-    },
+    Trailers { stream: u32, fields: Fields },
     /// The stream ended abnormally (the client reset it, or the core did for a
     /// client error); the shell drops what it keeps for it.
     Reset { stream: u32, code: ErrorCode },
@@ -115,6 +112,7 @@ enum Phase {
 /// client sent on them before it saw the reset.
 const RECENT_RESETS: usize = 16;
 
+#[allow(clippy::struct_excessive_bools)] // independent facts about the connection's end, each documented
 pub struct Connection {
     config: Config,
     phase: Phase,
@@ -156,7 +154,7 @@ pub struct Connection {
 
 impl Connection {
     /// A connection that expects the client preface first. Our SETTINGS (and a
-    /// connection WINDOW_UPDATE above the default window) are queued at once.
+    /// connection `WINDOW_UPDATE` above the default window) are queued at once.
     pub fn new(config: &Config) -> Self {
         let config = config.clamped();
         let mut out = Vec::with_capacity(16 * 1024);
@@ -256,7 +254,7 @@ impl Connection {
         self.dead || ((self.goaway_sent || self.goaway_received) && self.streams.is_empty())
     }
 
-    /// Streams open or half-closed (what SETTINGS_MAX_CONCURRENT_STREAMS counts).
+    /// Streams open or half-closed (what `SETTINGS_MAX_CONCURRENT_STREAMS` counts).
     pub fn open_streams(&self) -> usize {
         self.streams.len()
     }
@@ -289,7 +287,9 @@ impl Connection {
                 break;
             }
             let end = HEADER_LEN + head.len as usize;
-            let Some(payload) = rest.get(HEADER_LEN..end) else { break };
+            let Some(payload) = rest.get(HEADER_LEN..end) else {
+                break;
+            };
             at += end;
             if self.phase == Phase::FirstSettings {
                 if head.kind != kind::SETTINGS || head.flags & flag::ACK != 0 {
@@ -408,7 +408,11 @@ impl Connection {
             }
         }
         // Padding (and a discarded body) is never consumed by the app: credit it now.
-        let credit = if s.discard { flow_len } else { flow_len - data.len() as u32 };
+        let credit = if s.discard {
+            flow_len
+        } else {
+            flow_len - u32::try_from(data.len()).unwrap_or(flow_len)
+        };
         s.recv_closed = end_stream;
         if !s.discard {
             self.events.push_back(Event::Data {
@@ -551,7 +555,7 @@ impl Connection {
         }
     }
 
-    /// Sends RST_STREAM and forgets the stream; true if it was stored.
+    /// Sends `RST_STREAM` and forgets the stream; true if it was stored.
     fn reset_stream(&mut self, id: u32, code: ErrorCode) -> bool {
         frame::write_rst_stream(&mut self.out, id, code);
         self.reset_by_us[self.reset_next % RECENT_RESETS] = id;

@@ -7,7 +7,7 @@
 //!   errors (the same attack made to look like the server's doing);
 //! - control: frames that cost the server work or output but make no progress
 //!   on any request (SETTINGS, PING, PRIORITY, unknown types, empty DATA,
-//!   HEADERS and CONTINUATION, each RST_STREAM a client error makes us send).
+//!   HEADERS and CONTINUATION, each `RST_STREAM` a client error makes us send).
 //!
 //! A fixed window lets a burst of up to twice a limit straddle a boundary;
 //! that is within the same order as the limit, which is what matters here.

@@ -16,7 +16,7 @@ use super::error::{ErrorCode, H2Error};
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// Bytes in a frame header.
 pub const HEADER_LEN: usize = 9;
-/// SETTINGS_MAX_FRAME_SIZE's initial value and its floor (section 6.5.2).
+/// `SETTINGS_MAX_FRAME_SIZE`'s initial value and its floor (section 6.5.2).
 pub const DEFAULT_MAX_FRAME_SIZE: u32 = 16_384;
 /// The largest frame size either side may allow (2^24-1).
 pub const MAX_FRAME_SIZE_LIMIT: u32 = (1 << 24) - 1;
@@ -152,7 +152,7 @@ pub enum Frame<'a> {
 }
 
 /// Checks one frame whose payload is complete. The caller has already refused
-/// a length over its SETTINGS_MAX_FRAME_SIZE.
+/// a length over its `SETTINGS_MAX_FRAME_SIZE`.
 pub fn parse(head: Head, payload: &[u8]) -> Result<Frame<'_>, H2Error> {
     let len = payload.len();
     let stream = head.stream;
@@ -177,31 +177,7 @@ pub fn parse(head: Head, payload: &[u8]) -> Result<Frame<'_>, H2Error> {
                 flow_len: head.len,
             }
         }
-        kind::HEADERS => {
-            let mut block = unpad(head, payload)?;
-            let priority = if head.has(flag::PRIORITY) {
-                if block.len() < 5 {
-                    // Padding that eats into the priority fields is a padding error.
-                    return Err(if head.has(flag::PADDED) {
-                        H2Error::protocol()
-                    } else {
-                        H2Error::frame_size()
-                    });
-                }
-                let p = Priority::parse(block);
-                block = &block[5..];
-                Some(p)
-            } else {
-                None
-            };
-            Frame::Headers {
-                stream,
-                block,
-                end_stream: head.has(flag::END_STREAM),
-                end_headers: head.has(flag::END_HEADERS),
-                priority,
-            }
-        }
+        kind::HEADERS => headers(head, payload)?,
         kind::PRIORITY => {
             // Section 6.3: a wrong length is a stream error only.
             if len != 5 {
@@ -265,8 +241,34 @@ pub fn parse(head: Head, payload: &[u8]) -> Result<Frame<'_>, H2Error> {
     })
 }
 
+fn headers(head: Head, payload: &[u8]) -> Result<Frame<'_>, H2Error> {
+    let mut block = unpad(head, payload)?;
+    let priority = if head.has(flag::PRIORITY) {
+        if block.len() < 5 {
+            // Padding that eats into the priority fields is a padding error.
+            return Err(if head.has(flag::PADDED) {
+                H2Error::protocol()
+            } else {
+                H2Error::frame_size()
+            });
+        }
+        let p = Priority::parse(block);
+        block = &block[5..];
+        Some(p)
+    } else {
+        None
+    };
+    Ok(Frame::Headers {
+        stream: head.stream,
+        block,
+        end_stream: head.has(flag::END_STREAM),
+        end_headers: head.has(flag::END_HEADERS),
+        priority,
+    })
+}
+
 /// The payload without its padding (section 6.1): padding as long as the
-/// payload or longer is a connection PROTOCOL_ERROR.
+/// payload or longer is a connection `PROTOCOL_ERROR`.
 fn unpad(head: Head, payload: &[u8]) -> Result<&[u8], H2Error> {
     if !head.has(flag::PADDED) {
         return Ok(payload);
@@ -283,7 +285,9 @@ fn unpad(head: Head, payload: &[u8]) -> Result<&[u8], H2Error> {
 pub fn write_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
     // Callers never exceed the peer's max frame size, itself below 2^24.
     debug_assert!(len <= MAX_FRAME_SIZE_LIMIT as usize);
-    let len = u32::try_from(len).unwrap_or(MAX_FRAME_SIZE_LIMIT).to_be_bytes();
+    let len = u32::try_from(len)
+        .unwrap_or(MAX_FRAME_SIZE_LIMIT)
+        .to_be_bytes();
     out.extend_from_slice(&[len[1], len[2], len[3], kind, flags]);
     out.extend_from_slice(&(stream & MAX_WINDOW).to_be_bytes());
 }

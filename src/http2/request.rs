@@ -2,7 +2,7 @@
 //! the HPACK decoder hands their fields over one by one.
 //!
 //! A request that breaks a rule is malformed (section 8.1.1): the connection
-//! resets its stream with PROTOCOL_ERROR and the app never sees it. The checks:
+//! resets its stream with `PROTOCOL_ERROR` and the app never sees it. The checks:
 //! pseudo-header fields first, each at most once, only the request ones;
 //! `:method`, `:scheme` and a non-empty `:path` (`*` only for OPTIONS, else
 //! starting with `/`), or for CONNECT `:authority` alone, or for extended
@@ -14,6 +14,8 @@
 //!
 //! A head keeps all its bytes in one buffer and the fields as ranges into it:
 //! two allocations per request, not one per field.
+
+use super::stream::Fields;
 
 /// A byte range into `RequestHead::buf`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -227,7 +229,7 @@ impl RequestBuilder {
 /// Builds a trailer list (section 8.1: no pseudo-header fields).
 #[derive(Default)]
 pub struct TrailersBuilder {
-    fields: Vec<(Vec<u8>, Vec<u8>)>,
+    fields: Fields,
     error: Option<Malformed>,
 }
 
@@ -248,7 +250,7 @@ impl TrailersBuilder {
         }
     }
 
-    pub fn finish(self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Malformed> {
+    pub fn finish(self) -> Result<Fields, Malformed> {
         match self.error {
             Some(e) => Err(e),
             None => Ok(self.fields),
@@ -262,8 +264,9 @@ fn check_regular(name: &[u8], value: &[u8]) -> Result<(), Malformed> {
         return Err("bad field name");
     }
     match name {
-        b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding"
-        | b"upgrade" => Err("connection-specific field"),
+        b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade" => {
+            Err("connection-specific field")
+        }
         b"te" if !value.eq_ignore_ascii_case(b"trailers") => Err("te other than trailers"),
         _ => Ok(()),
     }
@@ -303,6 +306,7 @@ const fn token_table(lowercase_only: bool) -> [bool; 256] {
     let mut t = [false; 256];
     let mut b = 0;
     while b < 256 {
+        #[allow(clippy::cast_possible_truncation)] // b < 256
         let c = b as u8;
         t[b] = c.is_ascii_digit()
             || c.is_ascii_lowercase()

@@ -25,19 +25,19 @@ pub const DEFAULT_WINDOW: u32 = 65_535;
 /// server; every flood limit has one (see `conn.rs` for what each bounds).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// Streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS);
-    /// a HEADERS frame over it is refused with REFUSED_STREAM.
+    /// Streams a client may have open at once (`SETTINGS_MAX_CONCURRENT_STREAMS`);
+    /// a HEADERS frame over it is refused with `REFUSED_STREAM`.
     pub max_concurrent_streams: u32,
-    /// The decoded header list limit (SETTINGS_MAX_HEADER_LIST_SIZE, sizes as
+    /// The decoded header list limit (`SETTINGS_MAX_HEADER_LIST_SIZE`, sizes as
     /// HPACK counts them); a request over it surfaces as `HeadersTooLarge`.
-    /// The raw header block is refused at twice this (GOAWAY ENHANCE_YOUR_CALM),
+    /// The raw header block is refused at twice this (GOAWAY `ENHANCE_YOUR_CALM`),
     /// which is all the core ever buffers for one block.
     pub max_header_list_size: u32,
-    /// HPACK dynamic table size the decoder allows (SETTINGS_HEADER_TABLE_SIZE).
+    /// HPACK dynamic table size the decoder allows (`SETTINGS_HEADER_TABLE_SIZE`).
     pub header_table_size: u32,
-    /// The largest frame accepted (SETTINGS_MAX_FRAME_SIZE), 16 KiB to 16 MiB.
+    /// The largest frame accepted (`SETTINGS_MAX_FRAME_SIZE`), 16 KiB to 16 MiB.
     pub max_frame_size: u32,
-    /// Each stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE): how much of a
+    /// Each stream's receive window (`SETTINGS_INITIAL_WINDOW_SIZE`): how much of a
     /// request body the client may send ahead of the app. 256 KiB: a single
     /// upload moves 256 KiB per round trip (~5 MB/s at 50 ms, ~250 MB/s on a
     /// LAN), while the body data a connection can make the server hold unread is
@@ -56,15 +56,15 @@ pub struct Config {
     /// Streams the client resets after they were accepted, plus streams the
     /// server resets because of the client's errors, per window (Rapid Reset,
     /// CVE-2023-44487, and its server-reset variant): above it, GOAWAY
-    /// ENHANCE_YOUR_CALM.
+    /// `ENHANCE_YOUR_CALM`.
     pub max_resets_per_window: u32,
     /// Frames that make no progress on a request (SETTINGS, PING, PRIORITY,
     /// unknown types, empty DATA, HEADERS and CONTINUATION, frames answered by a
-    /// RST_STREAM) per window: above it, GOAWAY ENHANCE_YOUR_CALM
+    /// `RST_STREAM`) per window: above it, GOAWAY `ENHANCE_YOUR_CALM`
     /// (CVE-2019-9512/9515/9518).
     pub max_control_frames_per_window: u32,
     /// Control frames (acks, resets, window updates) queued for the writer and not
-    /// taken yet, in bytes: above it, GOAWAY ENHANCE_YOUR_CALM (a client that
+    /// taken yet, in bytes: above it, GOAWAY `ENHANCE_YOUR_CALM` (a client that
     /// sends pings and does not read).
     pub max_queued_control_bytes: usize,
     /// A stream whose buffered body went over this gets `Event::Writable` when

@@ -2,13 +2,13 @@
 //! (section 5.2, 6.9).
 //!
 //! A server stream starts `open` (a client HEADERS frame) or `half-closed
-//! (remote)` (one with END_STREAM). Each side ends on its own: `recv_closed`
-//! when the client's END_STREAM arrives, `send_closed` when ours goes out.
+//! (remote)` (one with `END_STREAM`). Each side ends on its own: `recv_closed`
+//! when the client's `END_STREAM` arrives, `send_closed` when ours goes out.
 //! With both, the stream is closed and the connection forgets it; idle and
 //! closed streams are never stored (the connection tells them apart by the
 //! highest stream id the client used).
 //!
-//! Windows are `i64`: a SETTINGS_INITIAL_WINDOW_SIZE decrease may take the send
+//! Windows are `i64`: a `SETTINGS_INITIAL_WINDOW_SIZE` decrease may take the send
 //! window below zero (section 6.9.2), and sums are checked against 2^31-1
 //! without overflow.
 
@@ -20,10 +20,11 @@ use super::frame::MAX_WINDOW;
 pub type Fields = Vec<(Vec<u8>, Vec<u8>)>;
 
 #[derive(Debug)]
+#[allow(clippy::struct_excessive_bools)] // each flag is one documented part of the state above
 pub struct Stream {
-    /// The client's END_STREAM arrived (or the stream was refused input).
+    /// The client's `END_STREAM` arrived (or the stream was refused input).
     pub recv_closed: bool,
-    /// Our END_STREAM went out.
+    /// Our `END_STREAM` went out.
     pub send_closed: bool,
     /// The response head went out (DATA before it is a caller error, dropped).
     pub headers_sent: bool,
@@ -32,7 +33,7 @@ pub struct Stream {
     pub discard: bool,
     /// Credit the client has left to send on this stream.
     pub recv_window: i64,
-    /// Bytes the app consumed (or padding) not yet given back by WINDOW_UPDATE.
+    /// Bytes the app consumed (or padding) not yet given back by `WINDOW_UPDATE`.
     pub recv_unannounced: u32,
     /// The request's content-length, checked against the DATA total.
     pub content_length: Option<u64>,
@@ -42,7 +43,7 @@ pub struct Stream {
     /// Body bytes the windows did not let out yet: `pending[pending_at..]`.
     pending: Vec<u8>,
     pending_at: usize,
-    /// END_STREAM (or the trailers) goes out once `pending` is empty.
+    /// `END_STREAM` (or the trailers) goes out once `pending` is empty.
     pub end_pending: bool,
     pub trailers: Option<Fields>,
     /// In the connection's send queue.
@@ -103,12 +104,12 @@ impl Stream {
         }
     }
 
-    /// Something waits to go out: body bytes, or the end (trailers, END_STREAM).
+    /// Something waits to go out: body bytes, or the end (trailers, `END_STREAM`).
     pub fn has_output(&self) -> bool {
         !self.send_closed && (self.pending_len() > 0 || self.end_pending)
     }
 
-    /// Adds a WINDOW_UPDATE increment; false if the window would exceed 2^31-1.
+    /// Adds a `WINDOW_UPDATE` increment; false if the window would exceed 2^31-1.
     pub fn grow_send_window(&mut self, by: i64) -> bool {
         self.send_window += by;
         self.send_window <= i64::from(MAX_WINDOW)

@@ -21,7 +21,7 @@ pub(super) enum BlockKind {
     Ignore,
 }
 
-/// A header block whose END_HEADERS has not arrived.
+/// A header block whose `END_HEADERS` has not arrived.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct PendingBlock {
     pub stream: u32,
@@ -187,7 +187,8 @@ impl Connection {
                     self.streams.remove(&id);
                 }
                 if !discard {
-                    self.events.push_back(Event::Trailers { stream: id, fields });
+                    self.events
+                        .push_back(Event::Trailers { stream: id, fields });
                 }
                 Ok(())
             }

@@ -49,7 +49,7 @@ impl Connection {
 
     /// Body bytes: framed now as far as both send windows and the client's
     /// max frame size allow, the rest buffered in the stream until
-    /// WINDOW_UPDATEs let it out.
+    /// `WINDOW_UPDATE` frames let it out.
     pub fn send_data(&mut self, stream: u32, data: &[u8], end_stream: bool) {
         let max_frame = self.peer.max_frame_size as usize;
         let Some(s) = self.streams.get_mut(&stream) else {
@@ -69,8 +69,8 @@ impl Connection {
                     sent += chunk.len();
                     frame::write_data(&mut self.out, stream, chunk, end_stream && all && sent == n);
                 }
-                self.send_window -= n as i64;
-                s.send_window -= n as i64;
+                self.send_window -= wide(n);
+                s.send_window -= wide(n);
             } else if rest.is_empty() && end_stream {
                 frame::write_data(&mut self.out, stream, &[], true);
             }
@@ -104,7 +104,12 @@ impl Connection {
         }
         if s.pending_len() > 0 {
             s.end_pending = true;
-            s.trailers = Some(fields.iter().map(|(n, v)| (n.to_vec(), v.to_vec())).collect());
+            s.trailers = Some(
+                fields
+                    .iter()
+                    .map(|(n, v)| (n.to_vec(), v.to_vec()))
+                    .collect(),
+            );
             return;
         }
         self.write_block(stream, None, fields.iter().copied(), true);
@@ -117,7 +122,7 @@ impl Connection {
     }
 
     /// The app consumed `n` bytes of the stream's request body: its window is
-    /// given back with a WINDOW_UPDATE once half of it is consumed.
+    /// given back with a `WINDOW_UPDATE` once half of it is consumed.
     pub fn consumed(&mut self, stream: u32, n: usize) {
         let window = self.local_window();
         let Some(s) = self.streams.get_mut(&stream) else {
@@ -136,7 +141,7 @@ impl Connection {
         }
     }
 
-    /// Resets a stream from the server side (RST_STREAM); no event follows.
+    /// Resets a stream from the server side (`RST_STREAM`); no event follows.
     pub fn reset(&mut self, stream: u32, code: ErrorCode) {
         if !self.dead && self.streams.contains_key(&stream) {
             self.reset_stream(stream, code);
@@ -144,7 +149,7 @@ impl Connection {
     }
 
     /// GOAWAY with the highest stream accepted: streams opened after it are
-    /// ignored. With NO_ERROR the open streams finish; any other code ends the
+    /// ignored. With `NO_ERROR` the open streams finish; any other code ends the
     /// connection now.
     pub fn go_away(&mut self, code: ErrorCode) {
         if self.dead || self.goaway_sent {
@@ -181,8 +186,8 @@ impl Connection {
         self.scratch = block;
     }
 
-    /// Our END_STREAM went out: the stream closes if the client's side has
-    /// too. A request whose body is being discarded is reset (NO_ERROR,
+    /// Our `END_STREAM` went out: the stream closes if the client's side has
+    /// too. A request whose body is being discarded is reset (`NO_ERROR`,
     /// section 8.1) so the client stops sending it.
     pub(super) fn ended(&mut self, stream: u32) {
         let Some(s) = self.streams.get_mut(&stream) else {
@@ -239,8 +244,8 @@ impl Connection {
             let end = last && s.end_pending && s.trailers.is_none();
             frame::write_data(&mut self.out, id, &s.pending()[..n], end);
             s.advance(n);
-            self.send_window -= n as i64;
-            s.send_window -= n as i64;
+            self.send_window -= wide(n);
+            s.send_window -= wide(n);
             if s.want_writable && s.pending_len() <= self.config.send_low_water {
                 s.want_writable = false;
                 self.events.push_back(Event::Writable { stream: id });
@@ -259,4 +264,9 @@ impl Connection {
             }
         }
     }
+}
+
+/// A byte count as a window amount (counts here are bounded by windows, < 2^31).
+fn wide(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
