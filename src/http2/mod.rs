@@ -1,8 +1,22 @@
-//! HTTP/2 (RFC 9113), sans-IO: no sockets and no Python. `hpack` is its header
-//! compression (RFC 7541). Each stream is served by an HTTP/1.1 connection of its
-//! own in the shell (`protocol/h2/`); `as_h1` writes the request it reads and
-//! `answer` reads back the answer it writes.
+//! HTTP/2 (RFC 9113) without I/O: frames (`frame`), settings and limits
+//! (`settings`), error codes (`error`), streams (`stream`), request checks
+//! (`request`), flood limits (`flood`) and the server connection that ties them
+//! together (`conn`, its theory at the top), over HPACK (`hpack`). Each stream is
+//! served by an HTTP/1.1 connection of its own in the shell (`protocol/h2/`):
+//! `as_h1` writes the request it reads and `answer` reads back the answer it writes.
 
 pub mod answer;
 pub mod as_h1;
+pub mod conn;
+pub mod error;
+pub mod flood;
+pub mod frame;
 pub mod hpack;
+pub mod request;
+pub mod settings;
+pub mod stream;
+
+pub use conn::{Connection, Event};
+pub use error::ErrorCode;
+pub use request::RequestHead;
+pub use settings::Config;

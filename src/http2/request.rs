@@ -1,0 +1,334 @@
+//! Request heads and trailers, checked as RFC 9113 section 8 requires while
+//! the HPACK decoder hands their fields over one by one.
+//!
+//! A request that breaks a rule is malformed (section 8.1.1): the connection
+//! resets its stream with `PROTOCOL_ERROR` and the app never sees it. The checks:
+//! pseudo-header fields first, each at most once, only the request ones;
+//! `:method`, `:scheme` and a non-empty `:path` (`*` only for OPTIONS, else
+//! starting with `/`), or for CONNECT `:authority` alone, or for extended
+//! CONNECT (RFC 8441, when enabled) `:protocol` with all four; lowercase token
+//! field names; no connection-specific fields; `te` only `trailers`; values
+//! without NUL, CR or LF nor leading or trailing whitespace; `content-length`
+//! one decimal number (repeats allowed when equal, RFC 9110 section 8.6); a
+//! `host` that agrees with `:authority`.
+//!
+//! A head keeps all its bytes in one buffer and the fields as ranges into it:
+//! two allocations per request, not one per field.
+
+use super::stream::Fields;
+
+/// A byte range into `RequestHead::buf`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    at: u32,
+    len: u32,
+}
+
+/// A valid request head.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestHead {
+    buf: Vec<u8>,
+    method: Span,
+    scheme: Option<Span>,
+    authority: Option<Span>,
+    path: Option<Span>,
+    protocol: Option<Span>,
+    fields: Vec<(Span, Span)>,
+    /// The `content-length` value, if the request has one.
+    pub content_length: Option<u64>,
+}
+
+impl RequestHead {
+    fn get(&self, s: Span) -> &[u8] {
+        let at = s.at as usize;
+        &self.buf[at..at + s.len as usize]
+    }
+
+    pub fn method(&self) -> &[u8] {
+        self.get(self.method)
+    }
+
+    /// Absent only for CONNECT (without `:protocol`).
+    pub fn scheme(&self) -> &[u8] {
+        self.scheme.map_or(&[], |s| self.get(s))
+    }
+
+    pub fn authority(&self) -> Option<&[u8]> {
+        self.authority.map(|s| self.get(s))
+    }
+
+    /// Empty only for CONNECT (without `:protocol`).
+    pub fn path(&self) -> &[u8] {
+        self.path.map_or(&[], |s| self.get(s))
+    }
+
+    /// Extended CONNECT's protocol (RFC 8441), e.g. `websocket`.
+    pub fn protocol(&self) -> Option<&[u8]> {
+        self.protocol.map(|s| self.get(s))
+    }
+
+    /// The regular fields, in the order received.
+    pub fn fields(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> + '_ {
+        self.fields.iter().map(|&(n, v)| (self.get(n), self.get(v)))
+    }
+
+    /// The first field with this (lowercase) name.
+    pub fn field(&self, name: &[u8]) -> Option<&[u8]> {
+        self.fields().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> Span {
+        // A head is bounded by the header list limit, far below 4 GiB.
+        let at = u32::try_from(self.buf.len()).unwrap_or(u32::MAX);
+        self.buf.extend_from_slice(bytes);
+        Span {
+            at,
+            len: u32::try_from(bytes.len()).unwrap_or(0),
+        }
+    }
+}
+
+/// Why a request or trailer block is malformed (for tests and logs).
+pub type Malformed = &'static str;
+
+/// Builds a `RequestHead` from decoded fields; the first rule broken is kept
+/// and later fields are skipped (the block is still decoded to the end, for
+/// HPACK's sake).
+pub struct RequestBuilder {
+    head: RequestHead,
+    has_method: bool,
+    regular_seen: bool,
+    host: Option<Span>,
+    connect_protocol: bool,
+    error: Option<Malformed>,
+}
+
+impl RequestBuilder {
+    pub fn new(connect_protocol: bool) -> Self {
+        RequestBuilder {
+            head: RequestHead {
+                buf: Vec::with_capacity(256),
+                fields: Vec::with_capacity(16),
+                ..RequestHead::default()
+            },
+            has_method: false,
+            regular_seen: false,
+            host: None,
+            connect_protocol,
+            error: None,
+        }
+    }
+
+    pub fn field(&mut self, name: &[u8], value: &[u8]) {
+        if self.error.is_none() {
+            if let Err(e) = self.check(name, value) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    fn check(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
+        check_value(value)?;
+        if name.first() == Some(&b':') {
+            return self.pseudo(name, value);
+        }
+        check_regular(name, value)?;
+        self.regular_seen = true;
+        if name == b"content-length" {
+            let n = parse_length(value)?;
+            if self.head.content_length.is_some_and(|m| m != n) {
+                return Err("content-length values differ");
+            }
+            self.head.content_length = Some(n);
+        }
+        let n = self.head.push(name);
+        let v = self.head.push(value);
+        if name == b"host" {
+            self.host = Some(v);
+        }
+        self.head.fields.push((n, v));
+        Ok(())
+    }
+
+    fn pseudo(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
+        if self.regular_seen {
+            return Err("pseudo-header after a regular field");
+        }
+        let slot = match name {
+            b":method" => {
+                if self.has_method {
+                    return Err("duplicate :method");
+                }
+                if value.is_empty() || !value.iter().all(|&b| TOKEN[usize::from(b)]) {
+                    return Err("bad :method");
+                }
+                self.has_method = true;
+                self.head.method = self.head.push(value);
+                return Ok(());
+            }
+            b":scheme" => &mut self.head.scheme,
+            b":authority" => &mut self.head.authority,
+            b":path" => &mut self.head.path,
+            b":protocol" if self.connect_protocol => &mut self.head.protocol,
+            _ => return Err("unknown pseudo-header"),
+        };
+        if slot.is_some() {
+            return Err("duplicate pseudo-header");
+        }
+        let at = u32::try_from(self.head.buf.len()).unwrap_or(u32::MAX);
+        *slot = Some(Span {
+            at,
+            len: u32::try_from(value.len()).unwrap_or(0),
+        });
+        self.head.buf.extend_from_slice(value);
+        Ok(())
+    }
+
+    /// The head, or why it is malformed.
+    pub fn finish(self) -> Result<RequestHead, Malformed> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let h = self.head;
+        if !self.has_method {
+            return Err("no :method");
+        }
+        let connect = h.method() == b"CONNECT";
+        if connect && h.protocol.is_none() {
+            if h.authority.is_none() || h.scheme.is_some() || h.path.is_some() {
+                return Err("CONNECT takes :authority only");
+            }
+        } else {
+            if h.protocol.is_some() && (!connect || h.authority.is_none()) {
+                return Err(":protocol without CONNECT and :authority");
+            }
+            if h.scheme.map_or(true, |s| s.len == 0) {
+                return Err("no :scheme");
+            }
+            let path = h.path();
+            if path.is_empty() {
+                return Err("no :path");
+            }
+            if path == b"*" {
+                if h.method() != b"OPTIONS" {
+                    return Err(":path * without OPTIONS");
+                }
+            } else if path[0] != b'/' {
+                return Err(":path not absolute");
+            }
+        }
+        if let (Some(host), Some(authority)) = (self.host, h.authority) {
+            if !h.get(host).eq_ignore_ascii_case(h.get(authority)) {
+                return Err("host differs from :authority");
+            }
+        }
+        Ok(h)
+    }
+}
+
+/// Builds a trailer list (section 8.1: no pseudo-header fields).
+#[derive(Default)]
+pub struct TrailersBuilder {
+    fields: Fields,
+    error: Option<Malformed>,
+}
+
+impl TrailersBuilder {
+    pub fn field(&mut self, name: &[u8], value: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        let checked = check_value(value).and_then(|()| {
+            if name.first() == Some(&b':') {
+                return Err("pseudo-header in trailers");
+            }
+            check_regular(name, value)
+        });
+        match checked {
+            Ok(()) => self.fields.push((name.to_vec(), value.to_vec())),
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    pub fn finish(self) -> Result<Fields, Malformed> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.fields),
+        }
+    }
+}
+
+/// A regular field's name and the fields HTTP/2 forbids (section 8.2).
+fn check_regular(name: &[u8], value: &[u8]) -> Result<(), Malformed> {
+    if name.is_empty() || !name.iter().all(|&b| NAME[usize::from(b)]) {
+        return Err("bad field name");
+    }
+    match name {
+        b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade" => {
+            Err("connection-specific field")
+        }
+        b"te" if !value.eq_ignore_ascii_case(b"trailers") => Err("te other than trailers"),
+        _ => Ok(()),
+    }
+}
+
+/// Section 8.2.1: no NUL, CR or LF; no whitespace at either end.
+fn check_value(value: &[u8]) -> Result<(), Malformed> {
+    if memchr::memchr3(0, b'\r', b'\n', value).is_some() {
+        return Err("forbidden byte in a value");
+    }
+    let ws = |b: &u8| *b == b' ' || *b == b'\t';
+    if value.first().is_some_and(ws) || value.last().is_some_and(ws) {
+        return Err("whitespace around a value");
+    }
+    Ok(())
+}
+
+fn parse_length(value: &[u8]) -> Result<u64, Malformed> {
+    if value.is_empty() || value.len() > 19 {
+        return Err("bad content-length");
+    }
+    value.iter().try_fold(0_u64, |n, &b| {
+        if b.is_ascii_digit() {
+            Ok(n * 10 + u64::from(b - b'0'))
+        } else {
+            Err("bad content-length")
+        }
+    })
+}
+
+/// RFC 9110 tchar.
+const TOKEN: [bool; 256] = token_table(false);
+/// tchar without uppercase letters: an HTTP/2 field name.
+const NAME: [bool; 256] = token_table(true);
+
+const fn token_table(lowercase_only: bool) -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        #[allow(clippy::cast_possible_truncation)] // b < 256
+        let c = b as u8;
+        t[b] = c.is_ascii_digit()
+            || c.is_ascii_lowercase()
+            || (c.is_ascii_uppercase() && !lowercase_only)
+            || matches!(
+                c,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        b += 1;
+    }
+    t
+}
