@@ -56,12 +56,26 @@ struct Link {
     transport: Py<StreamTransport>,
     answer: Answer,
     body: BodyMode,
+    /// Body bytes still to come when the length is known.
+    body_left: u64,
     request_ended: bool,
     /// DATA that arrived while the connection paused reading.
     held: Vec<u8>,
     held_end: bool,
     /// `pause_writing` was called on the connection.
     writer_paused: bool,
+}
+
+impl Link {
+    /// Whether the connection has its request's whole body: the client ended the
+    /// stream, or sent all of a known length (an END_STREAM may still follow, on an
+    /// empty DATA frame, which is then dropped: no reset for a client that did
+    /// nothing wrong).
+    fn body_read(&self) -> bool {
+        self.request_ended
+            || self.body == BodyMode::None
+            || (self.body == BodyMode::Length && self.body_left == 0 && self.held.is_empty())
+    }
 }
 
 /// What to do to a stream's connection once the session is no longer borrowed.
@@ -237,6 +251,7 @@ impl Session {
                     transport: transport.clone_ref(py),
                     answer: Answer::new(is_head),
                     body,
+                    body_left: head.content_length.unwrap_or(0),
                     request_ended: end_stream,
                     held: Vec::new(),
                     held_end: false,
@@ -291,6 +306,7 @@ impl Session {
                 return Ok(());
             };
             link.request_ended |= end;
+            link.body_left = link.body_left.saturating_sub(data.len() as u64);
             let reading = link.transport.bind(py).borrow().reading;
             if !reading || !link.held.is_empty() {
                 link.held.extend_from_slice(data);
@@ -370,7 +386,7 @@ impl Session {
         let Some(link) = self.streams.remove(&stream) else {
             return After::Nothing;
         };
-        if !link.request_ended {
+        if !link.body_read() {
             // The answer came first (RFC 9113 8.1): the client stops sending.
             self.core.reset(stream, ErrorCode::NoError);
             return After::Lose(link.conn);
@@ -405,7 +421,7 @@ impl Session {
                 match link.answer.closed() {
                     Some(piece) if !abort => {
                         send(core, stream, piece);
-                        if !link.request_ended {
+                        if !link.body_read() {
                             core.reset(stream, ErrorCode::NoError);
                         }
                     }
