@@ -46,8 +46,8 @@ mod transport;
 mod upload;
 
 pub use asgi::Cycle as AsgiCycle;
-pub use h2::{Session as Http2Session, StreamTransport};
 pub use completion::Completion;
+pub use h2::{Session as Http2Session, StreamTransport};
 pub use stream::{StreamWriter, Streamed, Upgrade};
 
 /// What a connection reads of the worker (see `shared.rs`).
@@ -82,6 +82,7 @@ pub struct Running {
 }
 
 #[pyclass(module = "veter._core", name = "Connection")]
+#[allow(clippy::struct_excessive_bools)] // independent facts of one connection
 pub struct Connection {
     /// What the worker's connections share (routes, settings, overload, registry).
     disp: Arc<Shared>,

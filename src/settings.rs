@@ -11,6 +11,7 @@ use crate::timeouts::{self, Linger, Timeouts};
 
 /// One field per `ServerConfig` attribute the core needs, by the same name.
 #[derive(FromPyObject)]
+#[allow(clippy::struct_excessive_bools)] // one field per setting
 pub struct ServerSettings {
     pub server_header: Option<String>,
     pub keepalive_timeout: f64,
@@ -39,6 +40,7 @@ pub struct ServerSettings {
     pub metrics_path: Option<String>,
     pub http2: bool,
     pub h2c: bool,
+    pub http1: bool,
     pub h2_max_concurrent_streams: u32,
     pub h2_max_header_list_size: u32,
     pub h2_header_table_size: u32,
@@ -146,6 +148,19 @@ mod tests {
             forwarded_allow_ips: "127.0.0.1,unix".into(),
             ssl_certfile: None,
             metrics_path: None,
+            http2: true,
+            h2c: true,
+            http1: true,
+            h2_max_concurrent_streams: 100,
+            h2_max_header_list_size: 16384,
+            h2_header_table_size: 4096,
+            h2_max_frame_size: 16384,
+            h2_initial_window_size: 262_144,
+            h2_connection_window: 1 << 20,
+            h2_max_continuation_frames: 32,
+            h2_max_resets_per_second: 200,
+            h2_max_control_frames_per_second: 1000,
+            h2_max_queued_control_bytes: 65536,
         }
     }
 

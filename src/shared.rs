@@ -65,6 +65,7 @@ pub struct Route {
 
 /// What every connection of a worker reads: `C` is the connection (generic, so this
 /// module needs nothing of the protocol).
+#[allow(clippy::struct_excessive_bools)] // independent settings and states
 pub struct Shared<C> {
     pub router: Router,
     pub routes: Vec<Route>,
@@ -113,6 +114,8 @@ pub struct Shared<C> {
     pub http2: Option<crate::http2::settings::Config>,
     /// Clear-text HTTP/2 by prior knowledge (with `http2`).
     pub h2c: bool,
+    /// HTTP/1.1 is served (else HTTP/2 only).
+    pub http1: bool,
     /// `set` and `reset` of `veter.context.request_var`, the request while its
     /// handler runs.
     pub request_var_set: Py<PyAny>,
@@ -244,6 +247,7 @@ impl<C: Handle> Shared<C> {
             secure: config.ssl_certfile.is_some(),
             http2,
             h2c: config.h2c,
+            http1: config.http1,
             request_var_set: observe.request_var_set,
             request_var_reset: observe.request_var_reset,
             max_connections: config.max_connections,

@@ -163,6 +163,11 @@ class ServerConfig:
         True,
         "With http2, serve clear-text HTTP/2 to clients that start with its preface (prior knowledge).",
     )
+    http1: bool = setting(
+        True,
+        "Serve HTTP/1.1; false: HTTP/2 only (ALPN offers h2 alone, and a clear-text connection that does "
+        "not start with the HTTP/2 preface is closed unanswered), as gRPC and h2c upstream ports are.",
+    )
     h2_max_concurrent_streams: int = setting(
         100, "HTTP/2 streams one client may have open at once; more are refused (REFUSED_STREAM).", ge=1
     )
@@ -317,6 +322,8 @@ class ServerConfig:
             )
         if self.ssl_keyfile is not None and self.ssl_certfile is None:
             raise ValueError("ssl_keyfile needs ssl_certfile")
+        if not self.http1 and not (self.http2 and (self.h2c or self.ssl_certfile)):
+            raise ValueError("http1 off needs HTTP/2 on (http2, and h2c or TLS): the server would speak nothing")
         if self.metrics_path is not None and not self.metrics_path.startswith("/"):
             raise ValueError(f"metrics_path must start with '/', got {self.metrics_path!r}")
         if self.access_log == "":

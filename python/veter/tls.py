@@ -27,5 +27,6 @@ def context_for(config: ServerConfig) -> ssl.SSLContext | None:
             f"cannot load the TLS certificate {config.ssl_certfile!r} and key {config.ssl_keyfile!r}: {exc}"
         ) from exc
     # HTTP/2 first when it is on (RFC 9113 3.2: the client picks from our list's order).
-    context.set_alpn_protocols(["h2", "http/1.1"] if config.http2 else ["http/1.1"])
+    protocols = (["h2"] if config.http2 else []) + (["http/1.1"] if config.http1 else [])
+    context.set_alpn_protocols(protocols)
     return context

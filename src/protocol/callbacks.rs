@@ -79,7 +79,7 @@ impl Connection {
         this.core.last_activity = Instant::now();
         let id = this.id;
         let h2_stream = this.h2_stream;
-        this.sniffing = !h2_stream && d.http2.is_some() && d.h2c;
+        this.sniffing = !h2_stream && d.http2.is_some() && (d.h2c || !d.http1);
         drop(this);
         d.register(id, slf.clone().unbind());
         if !h2_stream && d.http2.is_some() && h2::alpn_chose_h2(transport)? {
@@ -274,7 +274,8 @@ impl Connection {
                 Ok(())
             }
             h2::Sniff::Http2 => Self::start_h2(slf, bytes),
-            h2::Sniff::Neither => {
+            h2::Sniff::Http1 if !slf.borrow().disp.http1 => {
+                // HTTP/2 only: nothing else is answered.
                 let transport = {
                     let mut this = slf.borrow_mut();
                     this.sniffing = false;

@@ -158,6 +158,7 @@ impl Model {
             version: match head.version {
                 Version::Http10 => "1.0",
                 Version::Http11 => "1.1",
+                Version::Http2 => unreachable!("the HTTP/1.1 parser never reads HTTP/2"),
             },
             headers: head
                 .headers

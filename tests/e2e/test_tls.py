@@ -35,9 +35,9 @@ def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return cert, key
 
 
-def client_context(cert: Path) -> ssl.SSLContext:
+def client_context(cert: Path, alpn: tuple[str, ...] = ("http/1.1",)) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=str(cert))
-    context.set_alpn_protocols(["h2", "http/1.1"])
+    context.set_alpn_protocols(list(alpn))
     return context
 
 
@@ -55,7 +55,7 @@ def test_https_in_one_process(serve: Callable[..., RunningServer], cert: tuple[P
     running = serve(hello_app(), ssl_certfile=str(cert[0]), ssl_keyfile=str(cert[1]))
     raw = socket.create_connection(("127.0.0.1", running.port), timeout=10)
     with client_context(cert[0]).wrap_socket(raw, server_hostname="127.0.0.1") as tls:
-        assert tls.selected_alpn_protocol() == "http/1.1", "HTTP/2 is not offered"
+        assert tls.selected_alpn_protocol() == "http/1.1"
         assert tls.version() in ("TLSv1.2", "TLSv1.3")
         tls.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n")
         answers, closed = read_responses(tls, 2)  # type: ignore[arg-type]
@@ -68,6 +68,16 @@ def test_https_in_one_process(serve: Callable[..., RunningServer], cert: tuple[P
         except ConnectionResetError:
             data = b""
     assert not data.startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.parametrize("http2", [True, False])
+def test_alpn_offers_h2_first_unless_http2_is_off(
+    serve: Callable[..., RunningServer], cert: tuple[Path, Path], http2: bool
+) -> None:
+    running = serve(hello_app(), ssl_certfile=str(cert[0]), ssl_keyfile=str(cert[1]), http2=http2)
+    raw = socket.create_connection(("127.0.0.1", running.port), timeout=10)
+    with client_context(cert[0], ("h2", "http/1.1")).wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+        assert tls.selected_alpn_protocol() == ("h2" if http2 else "http/1.1")
 
 
 def test_https_with_workers(cert: tuple[Path, Path]) -> None:

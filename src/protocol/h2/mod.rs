@@ -8,6 +8,7 @@
 
 use pyo3::prelude::*;
 
+mod link;
 mod session;
 mod transport;
 
@@ -35,23 +36,13 @@ pub enum Sniff {
     /// Too few bytes to tell: wait for more.
     Unsure,
     Http1,
-    /// A whole first line that is neither the preface nor a request line ending in
-    /// an `HTTP/` version (h2spec's "invalid connection preface"): no protocol the
-    /// client could read an answer in, so the connection is closed unanswered.
-    Neither,
 }
 
 /// Reads the first bytes of a clear-text connection.
 pub fn sniff(first: &[u8]) -> Sniff {
     let n = first.len().min(PREFACE.len());
     if first[..n] != PREFACE[..n] {
-        let line = memchr::memchr(b'\n', first).map(|end| first[..end].trim_ascii_end());
-        match line {
-            Some(line) if !line.rsplit(|&b| b == b' ').next().is_some_and(|v| v.starts_with(b"HTTP/")) => {
-                Sniff::Neither
-            }
-            _ => Sniff::Http1,
-        }
+        Sniff::Http1
     } else if n == PREFACE.len() {
         Sniff::Http2
     } else {
@@ -67,13 +58,18 @@ mod tests {
     fn the_preface_is_told_apart_from_http1_at_its_first_byte_that_differs() {
         assert_eq!(sniff(b"GET / HTTP/1.1\r\n"), Sniff::Http1);
         assert_eq!(sniff(b"PRI * HTTP/1.1\r\n"), Sniff::Http1);
-        assert_eq!(sniff(b"GET / HTTP/2.0\r\n"), Sniff::Http1, "505, from the HTTP/1.1 parser");
-        assert_eq!(sniff(b"GET / HTT"), Sniff::Http1, "not whole yet: HTTP/1.1's to judge");
-        assert_eq!(sniff(b"INVALID CONNECTION PREFACE\r\n\r\n"), Sniff::Neither);
-        assert_eq!(sniff(b"GET /\r\n"), Sniff::Neither);
+        assert_eq!(
+            sniff(b"GET / HTTP/2.0\r\n"),
+            Sniff::Http1,
+            "505, from the HTTP/1.1 parser"
+        );
+        assert_eq!(sniff(b"INVALID CONNECTION PREFACE\r\n\r\n"), Sniff::Http1);
         assert_eq!(sniff(b"PRI * HT"), Sniff::Unsure);
         assert_eq!(sniff(b"P"), Sniff::Unsure);
         assert_eq!(sniff(PREFACE), Sniff::Http2);
-        assert_eq!(sniff(&[PREFACE, b"\x00\x00\x00\x04"].concat()), Sniff::Http2);
+        assert_eq!(
+            sniff(&[PREFACE, b"\x00\x00\x00\x04"].concat()),
+            Sniff::Http2
+        );
     }
 }

@@ -38,56 +38,17 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rustc_hash::FxHashMap;
 
+use super::link::{deliver, frame_body, send, After, Link, HIGH_MARK, LOW_MARK};
 use super::transport::StreamTransport;
-use crate::http2::answer::{Answer, Piece};
-use crate::http2::as_h1::{self, BodyMode};
+use crate::http2::answer::Answer;
+use crate::http2::as_h1;
 use crate::http2::conn::{Connection as H2, Event};
 use crate::http2::error::ErrorCode;
 use crate::http2::settings::Config;
 use crate::protocol::{Connection, Shared};
 
-/// Answer bytes waiting for the client's window above which a stream's writer is
-/// paused (`pause_writing`), and below which it resumes.
-const HIGH_MARK: usize = 256 * 1024;
-const LOW_MARK: usize = 64 * 1024;
-
-struct Link {
-    conn: Py<Connection>,
-    transport: Py<StreamTransport>,
-    answer: Answer,
-    body: BodyMode,
-    /// Body bytes still to come when the length is known.
-    body_left: u64,
-    request_ended: bool,
-    /// DATA that arrived while the connection paused reading.
-    held: Vec<u8>,
-    held_end: bool,
-    /// `pause_writing` was called on the connection.
-    writer_paused: bool,
-}
-
-impl Link {
-    /// Whether the connection has its request's whole body: the client ended the
-    /// stream, or sent all of a known length (an END_STREAM may still follow, on an
-    /// empty DATA frame, which is then dropped: no reset for a client that did
-    /// nothing wrong).
-    fn body_read(&self) -> bool {
-        self.request_ended
-            || self.body == BodyMode::None
-            || (self.body == BodyMode::Length && self.body_left == 0 && self.held.is_empty())
-    }
-}
-
-/// What to do to a stream's connection once the session is no longer borrowed.
-enum After {
-    Nothing,
-    PauseWriting(Py<Connection>),
-    ResumeWriting(Py<Connection>),
-    /// The stream is over for its connection: it is told its transport is lost.
-    Lose(Py<Connection>),
-}
-
 #[pyclass(module = "veter._core", name = "Http2Session")]
+#[allow(clippy::struct_excessive_bools)] // independent facts of the session's life
 pub struct Session {
     core: H2,
     disp: Arc<Shared>,
@@ -216,14 +177,13 @@ impl Session {
         let (conn, transport, bytes) = {
             let mut guard = slf.borrow_mut();
             let this = &mut *guard;
-            let (conn, transport) = match this.idle.pop() {
-                Some(pair) => pair,
-                None => {
-                    drop(guard);
-                    let pair = Self::new_stream_connection(slf)?;
-                    guard = slf.borrow_mut();
-                    pair
-                }
+            let (conn, transport) = if let Some(pair) = this.idle.pop() {
+                pair
+            } else {
+                drop(guard);
+                let pair = Self::new_stream_connection(slf)?;
+                guard = slf.borrow_mut();
+                pair
             };
             let this = &mut *guard;
             {
@@ -319,7 +279,10 @@ impl Session {
             if this.scratch.is_empty() {
                 return Ok(());
             }
-            (link.transport.clone_ref(py), PyBytes::new(py, &this.scratch))
+            (
+                link.transport.clone_ref(py),
+                PyBytes::new(py, &this.scratch),
+            )
         };
         deliver(py, &conn, &bytes)
     }
@@ -344,7 +307,10 @@ impl Session {
             this.core.consumed(stream, held.len());
             this.scratch.clear();
             frame_body(link.body, &held, end, &mut this.scratch);
-            (link.transport.clone_ref(py), PyBytes::new(py, &this.scratch))
+            (
+                link.transport.clone_ref(py),
+                PyBytes::new(py, &this.scratch),
+            )
         };
         deliver(py, &conn, &bytes)?;
         Self::flush_soon(slf)
@@ -538,7 +504,8 @@ impl Session {
                 t.closing = true;
                 t.session = None;
             }
-            conn.bind(py).call_method1("connection_lost", (py.None(),))?;
+            conn.bind(py)
+                .call_method1("connection_lost", (py.None(),))?;
         }
         Ok(())
     }
@@ -555,7 +522,11 @@ impl Session {
                 .map(|l| l.conn.clone_ref(py))
                 .collect()
         };
-        let method = if paused { "pause_writing" } else { "resume_writing" };
+        let method = if paused {
+            "pause_writing"
+        } else {
+            "resume_writing"
+        };
         for conn in conns {
             conn.bind(py).call_method0(method)?;
         }
@@ -564,7 +535,11 @@ impl Session {
 
     /// The server tick: an idle session closes after the keep-alive time; a
     /// draining one sends GOAWAY and closes once its streams are done.
-    pub fn tick(slf: &Bound<'_, Self>, now: Instant, keepalive: std::time::Duration) -> PyResult<bool> {
+    pub fn tick(
+        slf: &Bound<'_, Self>,
+        now: Instant,
+        keepalive: std::time::Duration,
+    ) -> PyResult<bool> {
         let idle_out = {
             let mut this = slf.borrow_mut();
             if this.closed {
@@ -591,52 +566,5 @@ impl Session {
 impl Session {
     fn _flush(slf: &Bound<'_, Self>) -> PyResult<()> {
         Self::flush(slf)
-    }
-}
-
-/// One piece of an answer to the core; true when it ends the stream.
-fn send(core: &mut H2, stream: u32, piece: Piece<'_>) -> bool {
-    match piece {
-        Piece::Informational { status, fields } => {
-            core.send_informational(stream, status, fields);
-            false
-        }
-        Piece::Head { status, fields, end } => {
-            core.send_headers(stream, status, fields, end);
-            end
-        }
-        Piece::Data { bytes, end } => {
-            core.send_data(stream, bytes, end);
-            end
-        }
-        Piece::Trailers { fields } => {
-            core.send_trailers(stream, fields);
-            true
-        }
-    }
-}
-
-/// Body bytes as the stream's connection reads them.
-fn frame_body(mode: BodyMode, data: &[u8], end: bool, out: &mut Vec<u8>) {
-    match mode {
-        BodyMode::None => {}
-        BodyMode::Length | BodyMode::Tunnel => out.extend_from_slice(data),
-        BodyMode::Chunked => {
-            as_h1::chunk(data, out);
-            if end {
-                out.extend_from_slice(as_h1::LAST_CHUNK);
-            }
-        }
-    }
-}
-
-/// Bytes for whatever reads the stream: its connection (called directly), or the
-/// protocol that took its transport over (a WebSocket).
-fn deliver(py: Python<'_>, transport: &Py<StreamTransport>, bytes: &Bound<'_, PyBytes>) -> PyResult<()> {
-    let protocol = transport.bind(py).borrow().protocol.clone_ref(py);
-    let protocol = protocol.bind(py);
-    match protocol.cast::<Connection>() {
-        Ok(conn) => Connection::data_received(conn, bytes),
-        Err(_) => protocol.call_method1("data_received", (bytes,)).map(drop),
     }
 }

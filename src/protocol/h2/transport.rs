@@ -25,6 +25,8 @@ pub struct StreamTransport {
     pub(super) reading: bool,
 }
 
+// An asyncio transport's methods, some of which have nothing to read here.
+#[allow(clippy::unused_self)]
 #[pymethods]
 impl StreamTransport {
     fn write(slf: &Bound<'_, Self>, data: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -102,9 +104,8 @@ impl StreamTransport {
         if name == "socket" {
             return Ok(default);
         }
-        Ok(self
-            .real
-            .call_method1(py, "get_extra_info", (name, default))?)
+        self.real
+            .call_method1(py, "get_extra_info", (name, default))
     }
 
     fn set_protocol(&mut self, protocol: Py<PyAny>) {
