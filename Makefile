@@ -14,7 +14,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 
 # The frameworks and clients the hosted-app tests serve and drive (tests/hosted/):
 # real ASGI apps, independent clients, and uvicorn and gunicorn as the differential oracles.
-HOSTED_TEST_DEPS := "fastapi>=0.115" "starlette>=0.40" "python-multipart>=0.0.18" "httpx[http2]>=0.27" "h2>=4.1" \
+HOSTED_TEST_DEPS := "fastapi>=0.115" "starlette>=0.40" "python-multipart>=0.0.18" "httpx[http2]>=0.27" "h2>=4.1" "hypercorn>=0.17" \
 	"uvicorn>=0.30" "httptools>=0.6" "gunicorn>=23" "flask>=3" "django>=5" "litestar>=2.12" "quart>=0.19"
 
 # Other supported Pythons the tests also run on: pyenv's or on PATH, else (3.14, 3.15)
