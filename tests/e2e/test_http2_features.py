@@ -1,0 +1,213 @@
+"""What a request gets over HTTP/1.1 it gets over HTTP/2, stream by stream: Server-Sent
+Events, files, request ids, the access log, metrics, deadlines, overload shedding,
+graceful drain, proxy headers and WebSockets (RFC 8441); then real clients: headless
+Chromium over TLS and h2load, against a native app, a hosted ASGI app and a hosted
+WSGI app. (tests/e2e/test_http2.py covers the protocol itself.)"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+import httpx
+import pytest
+
+import veter
+
+from .conftest import RunningServer
+
+Serve = Callable[..., RunningServer]
+Fields = dict[str, str]
+
+
+class H2:
+    """A blocking HTTP/2 client over the `h2` package: requests on streams of one
+    connection, and the events the server sends, read as they come."""
+
+    def __init__(self, port: int, source: str = "127.0.0.1") -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        self.conn.initiate_connection()
+        self.conn.increment_flow_control_window(1 << 24)  # the connection's window: large files
+        self.events: list[h2.events.Event] = []
+        self.flush()
+
+    def flush(self) -> None:
+        if data := self.conn.data_to_send():
+            self.sock.sendall(data)
+
+    def request(
+        self, path: str, method: str = "GET", headers: Fields | None = None, body: bytes | None = None,
+        end: bool = True,
+    ) -> int:  # fmt: skip
+        """Opens a stream; its body (if any) ends it unless ``end`` is false."""
+        stream: int = self.conn.get_next_available_stream_id()
+        fields = [(":method", method), (":path", path), (":scheme", "http"), (":authority", "test")]
+        fields += list((headers or {}).items())
+        self.conn.send_headers(stream, fields, end_stream=end and body is None)
+        if body is not None:
+            self.conn.send_data(stream, body, end_stream=end)
+        self.flush()
+        return stream
+
+    def pump(self) -> None:
+        """One read from the socket: its events are queued, DATA is acknowledged."""
+        data = self.sock.recv(1 << 16)
+        if not data:
+            raise ConnectionError("the server closed the connection")
+        for event in self.conn.receive_data(data):
+            if isinstance(event, h2.events.DataReceived):
+                self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            self.events.append(event)
+        self.flush()
+
+    def next(self, stream: int | None) -> h2.events.Event:
+        """The next event of ``stream`` (None: of the connection)."""
+        while True:
+            for event in self.events:
+                if getattr(event, "stream_id", None) == stream:
+                    self.events.remove(event)
+                    return event
+            self.pump()
+
+    def head(self, stream: int) -> tuple[int, Fields]:
+        while not isinstance(event := self.next(stream), h2.events.ResponseReceived):
+            if isinstance(event, h2.events.StreamReset):
+                raise ConnectionResetError(f"stream {stream} reset: {event.error_code!r}")
+        fields = {k.decode(): v.decode() for k, v in event.headers or []}
+        return int(fields.pop(":status")), fields
+
+    def body(self, stream: int) -> bytes:
+        body = b""
+        while not isinstance(event := self.next(stream), h2.events.StreamEnded):
+            if isinstance(event, h2.events.StreamReset):
+                raise ConnectionResetError(f"stream {stream} reset: {event.error_code!r}")
+            if isinstance(event, h2.events.DataReceived):
+                body += event.data or b""
+        return body
+
+    def answer(self, stream: int) -> tuple[int, Fields, bytes]:
+        status, fields = self.head(stream)
+        return status, fields, self.body(stream)
+
+    def get(self, path: str, headers: Fields | None = None) -> tuple[int, Fields, bytes]:
+        return self.answer(self.request(path, headers=headers))
+
+    def close(self) -> None:
+        self.conn.close_connection()
+        self.flush()
+        self.sock.close()
+
+
+@pytest.fixture
+def h2c() -> Iterator[Callable[..., H2]]:
+    """``h2c(port)``: a connection, closed after the test."""
+    opened: list[H2] = []
+
+    def connect(port: int, source: str = "127.0.0.1") -> H2:
+        opened.append(H2(port, source))
+        return opened[-1]
+
+    yield connect
+    for client in opened:
+        client.sock.close()
+
+
+# Server-Sent Events
+
+
+def test_sse_events_arrive_one_by_one_before_the_stream_ends(serve: Serve, h2c: Callable[..., H2]) -> None:
+    app = veter.App()
+    go_on = asyncio.Event()
+
+    @app.get("/events")
+    async def events(request: veter.Request) -> veter.EventSourceResponse:
+        async def source() -> AsyncIterator[object]:
+            yield "one"
+            await go_on.wait()  # the test lets the next events go once it has read the first
+            yield veter.sse.Event("two", event="update", id="2")
+            yield {"n": 3}
+
+        return veter.EventSourceResponse(source())
+
+    server = serve(app)
+    client = h2c(server.port)
+    stream = client.request("/events")
+    status, fields = client.head(stream)
+    assert (status, fields["content-type"], fields["cache-control"]) == (200, "text/event-stream", "no-cache")
+    assert "transfer-encoding" not in fields and "content-length" not in fields
+    first = client.next(stream)
+    assert isinstance(first, h2.events.DataReceived) and first.data == b"data: one\n\n"
+    assert server.loop is not None
+    server.loop.call_soon_threadsafe(go_on.set)
+    assert client.body(stream) == b'event: update\nid: 2\ndata: two\n\ndata: {"n":3}\n\n'
+
+
+# Files
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("static")
+    (where / "big.bin").write_bytes(os.urandom(5 << 20) + b"end")
+    (where / "small.txt").write_text("small file\n")
+    return where
+
+
+def files_app(where: Path) -> veter.App:
+    app = veter.App()
+    app.static("/static", where)
+
+    @app.get("/download")
+    def download(request: veter.Request) -> veter.FileResponse:
+        return veter.FileResponse(where / "big.bin", request, filename="big.bin")
+
+    return app
+
+
+def test_files_are_sent_exactly_on_their_stream(serve: Serve, files: Path) -> None:
+    server = serve(files_app(files))
+    big = (files / "big.bin").read_bytes()
+
+    async def run() -> list[httpx.Response]:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{server.port}", http1=False, http2=True, timeout=30
+        ) as client:
+            # Two large files and a small one at once, on one connection.
+            return list(
+                await asyncio.gather(
+                    client.get("/static/big.bin"), client.get("/download"), client.get("/static/small.txt")
+                )
+            )
+
+    static, download, small = asyncio.run(run())
+    for r in (static, download):
+        assert (r.http_version, r.status_code, int(r.headers["content-length"])) == ("HTTP/2", 200, len(big))
+        assert hashlib.sha256(r.content).digest() == hashlib.sha256(big).digest()
+    assert download.headers["content-disposition"] == 'attachment; filename="big.bin"'
+    assert small.text == "small file\n" and small.headers["content-type"].startswith("text/plain")
+
+
+def test_file_head_range_and_conditional_requests(serve: Serve, files: Path, h2c: Callable[..., H2]) -> None:
+    server = serve(files_app(files))
+    big = (files / "big.bin").read_bytes()
+    client = h2c(server.port)
+    status, fields, body = client.answer(client.request("/static/big.bin", method="HEAD"))
+    assert (status, fields["content-length"], body) == (200, str(len(big)), b"")
+    status, fields, body = client.get("/static/big.bin", {"range": "bytes=1000-1999"})
+    assert (status, fields["content-range"], body) == (206, f"bytes 1000-1999/{len(big)}", big[1000:2000])
+    status, fields, body = client.get("/static/big.bin", {"range": "bytes=-3"})
+    assert (status, body) == (206, b"end")
+    status, _, _ = client.get("/static/big.bin", {"range": f"bytes={len(big)}-"})
+    assert status == 416
+    status, _, body = client.get("/static/big.bin", {"if-none-match": fields["etag"]})
+    assert (status, body) == (304, b"")
+    assert client.get("/static/small.txt")[2] == b"small file\n"  # the connection still serves
