@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -23,6 +24,8 @@ import pytest
 import veter
 
 from .conftest import RunningServer
+from .test_access_log import TEXT as ACCESS_LINE
+from .test_metrics import sample as metric
 
 Serve = Callable[..., RunningServer]
 Fields = dict[str, str]
@@ -211,3 +214,70 @@ def test_file_head_range_and_conditional_requests(serve: Serve, files: Path, h2c
     status, _, body = client.get("/static/big.bin", {"if-none-match": fields["etag"]})
     assert (status, body) == (304, b"")
     assert client.get("/static/small.txt")[2] == b"small file\n"  # the connection still serves
+
+
+# Request ids, the access log, metrics
+
+
+def ids_app() -> veter.App:
+    app = veter.App()
+
+    @app.route("/id", methods=["GET", "POST", "HEAD"])
+    async def request_id(request: veter.Request) -> str:
+        await request.body()
+        return request.id
+
+    return app
+
+
+def test_each_stream_has_its_request_id(serve: Serve, h2c: Callable[..., H2]) -> None:
+    server = serve(ids_app())
+    client = h2c(server.port)
+    given = client.request("/id", headers={"x-request-id": "edge-id-1"})
+    bad = client.request("/id", headers={"x-request-id": "not an id"})
+    new = [client.request("/id") for _ in range(3)]
+    answers = {stream: client.answer(stream) for stream in [given, bad, *new]}
+    for status, fields, body in answers.values():
+        assert status == 200 and fields["x-request-id"] == body.decode()
+    assert answers[given][2] == b"edge-id-1"
+    made = [answers[stream][2].decode() for stream in [bad, *new]]
+    assert all(re.fullmatch(r"[0-9a-f]{32}", rid) for rid in made) and len(set(made)) == 4, made
+
+
+def test_access_log_has_one_line_per_stream(serve: Serve, h2c: Callable[..., H2], tmp_path: Path) -> None:
+    path = tmp_path / "access.log"
+    server = serve(ids_app(), access_log=str(path))
+    client = h2c(server.port)
+    streams = [
+        client.request("/id", headers={"x-request-id": "rid-get"}),
+        client.request("/id?q=1", method="POST", headers={"x-request-id": "rid-post"}, body=b"x" * 1000),
+        client.request("/id", method="HEAD", headers={"x-request-id": "rid-head"}),
+        client.request("/missing", headers={"x-request-id": "rid-404"}),
+    ]
+    for stream in streams:
+        client.answer(stream)
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}") as http1:
+        assert http1.get("/id", headers={"x-request-id": "rid-http1"}).status_code == 200
+    server.stop()
+    lines = {m["rid"]: m for m in map(ACCESS_LINE.match, path.read_text().splitlines()) if m}
+    assert sorted(lines) == ["rid-404", "rid-get", "rid-head", "rid-http1", "rid-post"]
+    assert [lines[r]["version"] for r in ("rid-get", "rid-post", "rid-head", "rid-404")] == ["HTTP/2.0"] * 4
+    assert lines["rid-http1"]["version"] == "HTTP/1.1"
+    seen = {r: (m["method"], m["target"], m["status"], m["bytes"], m["client"]) for r, m in lines.items()}
+    assert seen["rid-get"] == ("GET", "/id", "200", "7", "127.0.0.1")
+    assert seen["rid-post"] == ("POST", "/id?q=1", "200", "8", "127.0.0.1")
+    assert seen["rid-head"] == ("HEAD", "/id", "200", "0", "127.0.0.1")
+    assert seen["rid-404"][:3] == ("GET", "/missing", "404")
+
+
+def test_metrics_count_streams(serve: Serve, h2c: Callable[..., H2]) -> None:
+    server = serve(ids_app(), metrics_path="/metrics")
+    client = h2c(server.port)
+    for stream in [client.request("/id") for _ in range(5)] + [client.request("/missing")]:
+        client.answer(stream)
+    status, fields, body = client.get("/metrics")
+    assert status == 200 and fields["content-type"].startswith("text/plain; version=0.0.4")
+    text = body.decode()
+    assert metric(text, 'veter_requests_total{route="/id",status="200"}') == 5
+    assert metric(text, 'veter_requests_total{route="(unmatched)",status="404"}') == 1
+    assert metric(text, 'veter_request_duration_seconds_bucket{route="/id",le="+Inf"}') == 5
