@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import socket
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -19,9 +20,11 @@ import h2.connection
 import h2.events
 import h2.settings
 import httpx
+import orjson
 import pytest
 
 import veter
+from tests.polling import eventually
 
 from .conftest import RunningServer
 from .test_access_log import TEXT as ACCESS_LINE
@@ -29,6 +32,16 @@ from .test_metrics import sample as metric
 
 Serve = Callable[..., RunningServer]
 Fields = dict[str, str]
+
+
+class AnyFields(dict[str, str]):
+    """Equal to any header fields: for comparing (status, fields, body) on the rest."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, dict)
+
+
+ANY_FIELDS = AnyFields()
 
 
 class H2:
@@ -61,9 +74,16 @@ class H2:
         self.flush()
         return stream
 
-    def pump(self) -> None:
-        """One read from the socket: its events are queued, DATA is acknowledged."""
-        data = self.sock.recv(1 << 16)
+    def pump(self, within: float | None = None) -> None:
+        """One read from the socket (or none in ``within`` seconds): its events are
+        queued, DATA is acknowledged."""
+        self.sock.settimeout(within or 10)
+        try:
+            data = self.sock.recv(1 << 16)
+        except TimeoutError:
+            if within is None:
+                raise
+            return
         if not data:
             raise ConnectionError("the server closed the connection")
         for event in self.conn.receive_data(data):
@@ -281,3 +301,137 @@ def test_metrics_count_streams(serve: Serve, h2c: Callable[..., H2]) -> None:
     assert metric(text, 'veter_requests_total{route="/id",status="200"}') == 5
     assert metric(text, 'veter_requests_total{route="(unmatched)",status="404"}') == 1
     assert metric(text, 'veter_request_duration_seconds_bucket{route="/id",le="+Inf"}') == 5
+
+
+# Deadlines, timeouts and overload
+
+
+def slow_app(cancelled: list[str]) -> veter.App:
+    app = veter.App()
+
+    @app.get("/")
+    def index(request: veter.Request) -> str:
+        return "ok"
+
+    @app.get("/sleep")
+    async def sleep(request: veter.Request) -> str:
+        try:
+            await asyncio.sleep(float(request.query["s"]))
+        except asyncio.CancelledError:
+            cancelled.append(request.path)
+            raise
+        return "slept"
+
+    @app.post("/upload")
+    async def upload(request: veter.Request) -> str:
+        return str(len(await request.body()))
+
+    return app
+
+
+def test_request_timeout_answers_504_on_its_stream_alone(serve: Serve, h2c: Callable[..., H2]) -> None:
+    cancelled: list[str] = []
+    server = serve(slow_app(cancelled), request_timeout=0.5)
+    client = h2c(server.port)
+    started = time.monotonic()
+    late = client.request("/sleep?s=5")
+    for stream in [client.request("/"), client.request("/sleep?s=0.01"), client.request("/")]:
+        assert client.answer(stream)[0] == 200
+    assert not any(getattr(e, "stream_id", None) == late for e in client.events), (
+        "the late stream was answered"
+    )
+    status, fields, body = client.answer(late)
+    assert (status, body) == (504, b"handler deadline exceeded") and "x-request-id" in fields
+    assert 0.45 < time.monotonic() - started < 1.5
+    assert cancelled == ["/sleep"]
+    assert client.get("/sleep?s=0.01")[2] == b"slept"  # the connection serves on
+
+
+def test_body_timeout_ends_the_stalled_stream_alone(serve: Serve, h2c: Callable[..., H2]) -> None:
+    server = serve(slow_app([]), body_timeout=0.5)
+    client = h2c(server.port)
+    started = time.monotonic()
+    stalled = client.request("/upload", "POST", {"content-length": "10"}, b"abc", end=False)
+    assert client.get("/") == (200, ANY_FIELDS, b"ok")
+    # Another stream's body comes a byte every 0.1 s meanwhile: it is not timed out.
+    flowing = client.request("/upload", "POST", {"content-length": "100"}, b"", end=False)
+    sent = 0
+    while not any(
+        isinstance(e, h2.events.ResponseReceived) and e.stream_id == stalled for e in client.events
+    ):
+        assert sent < 50, "the stalled stream was not answered"
+        client.conn.send_data(flowing, b"x")
+        client.flush()
+        sent += 1
+        client.pump(within=0.1)
+    status, _ = client.head(stalled)
+    assert status == 408 and 0.4 < time.monotonic() - started < 1.5
+    client.conn.send_data(flowing, b"x" * (100 - sent), end_stream=True)
+    client.flush()
+    assert client.answer(flowing)[::2] == (200, b"100")
+
+
+def test_streams_past_capacity_are_shed_with_503(serve: Serve, h2c: Callable[..., H2]) -> None:
+    # One handler at a time: the second and third streams would wait for the first's
+    # 200 ms, past the 20 ms queue timeout.
+    server = serve(slow_app([]), max_concurrency=1, queue_timeout=0.02)
+    client = h2c(server.port)
+    streams = [client.request("/sleep?s=0.2") for _ in range(3)]
+    answers = [client.answer(stream) for stream in streams]
+    assert [status for status, _, _ in answers] == [200, 503, 503]
+    assert [(f["retry-after"], body) for _, f, body in answers[1:]] == [
+        ("1", b"Service Unavailable: overloaded")
+    ] * 2
+    assert client.get("/") == (200, ANY_FIELDS, b"ok")  # the connection serves on
+
+
+def test_max_concurrency_holds_streams_until_a_slot_frees(serve: Serve, h2c: Callable[..., H2]) -> None:
+    app = veter.App()
+    release = asyncio.Event()
+    running: list[int] = []
+
+    @app.get("/hold/{n:int}")
+    async def hold(request: veter.Request, n: int) -> str:
+        running.append(n)
+        await release.wait()
+        return f"done {n}"
+
+    server = serve(app, max_concurrency=2)
+    client = h2c(server.port)
+    streams = [client.request(f"/hold/{n}") for n in range(5)]
+    asyncio.run(eventually(lambda: len(running) == 2, what="two handlers running"))
+    assert server.server is not None and server.server.dispatcher is not None
+    assert server.server.dispatcher.in_flight == 2
+    client.conn.ping(b"12345678")  # the server has read everything before it answers the ping
+    client.flush()
+    while not any(isinstance(e, h2.events.PingAckReceived) for e in client.events):
+        client.pump()
+    assert len(running) == 2, running
+    assert server.loop is not None
+    server.loop.call_soon_threadsafe(release.set)
+    assert [client.answer(stream)[2] for stream in streams] == [f"done {n}".encode() for n in range(5)]
+    assert sorted(running) == list(range(5))
+
+
+# Proxy headers
+
+
+def test_proxy_headers_from_the_trusted_proxy_are_believed(
+    serve: Serve, h2c: Callable[..., H2], tmp_path: Path
+) -> None:
+    app = veter.App()
+
+    @app.get("/who")
+    def who(request: veter.Request) -> dict[str, str]:
+        return {"client": request.client[0], "scheme": request.scheme, "host": request.host}
+
+    log = tmp_path / "access.log"
+    server = serve(app, proxy_headers=True, access_log=str(log))
+    forged = {"x-forwarded-for": "6.6.6.6", "x-forwarded-proto": "https", "x-forwarded-host": "shop.example"}
+    trusted = h2c(server.port).get("/who", forged)
+    untrusted = h2c(server.port, "127.0.0.2").get("/who", forged)
+    assert orjson.loads(trusted[2]) == {"client": "6.6.6.6", "scheme": "https", "host": "shop.example"}
+    assert orjson.loads(untrusted[2]) == {"client": "127.0.0.2", "scheme": "http", "host": "test"}
+    server.stop()
+    clients = [m["client"] for m in map(ACCESS_LINE.match, log.read_text().splitlines()) if m]
+    assert sorted(clients) == ["127.0.0.2", "6.6.6.6"]
