@@ -149,6 +149,9 @@ pub struct Connection {
     /// keeps them until they do.
     sniffing: bool,
     sniffed: Vec<u8>,
+    /// A request asked for `Upgrade: h2c` and gets it once the connection is no
+    /// longer borrowed (`switch_to_h2c`).
+    h2_upgrade: Option<Box<crate::http2::upgrade::Upgrade>>,
 }
 
 impl Connection {
@@ -212,6 +215,7 @@ impl Connection {
             h2_stream: false,
             sniffing: false,
             sniffed: Vec::new(),
+            h2_upgrade: None,
         }
     }
 
@@ -247,6 +251,32 @@ impl Connection {
             t.call_method0(py, "abort")?;
         }
         Ok(())
+    }
+
+    /// Whether `head` (at the start of `buf`) asks for `Upgrade: h2c` and gets it:
+    /// HTTP/2 and its upgrade are on, the request has no body, and nothing is in
+    /// flight before it. Its upgrade is kept in `h2_upgrade`.
+    fn wants_h2c(&mut self, head: &Head, buf: &[u8]) -> bool {
+        if !self.disp.h2c_upgrade
+            || self.disp.http2.is_none()
+            || self.h2_stream
+            || !matches!(head.body, BodyKind::Empty)
+            || self.core.in_flight > 0
+            || !self.core.queue.is_empty()
+        {
+            return false;
+        }
+        let line_end = memchr::memchr(b'\n', buf).unwrap_or(0);
+        let line = buf[..line_end]
+            .strip_suffix(b"\r")
+            .unwrap_or(&buf[..line_end]);
+        match crate::http2::upgrade::requested(buf, line, &head.headers) {
+            Some(upgrade) => {
+                self.h2_upgrade = Some(Box::new(upgrade));
+                true
+            }
+            None => false,
+        }
     }
 
     fn framing_for(&self, head: &Head, is_head: bool) -> Framing {
@@ -326,6 +356,10 @@ impl Connection {
             head.version = Version::Http2;
         }
         let data = chunk.as_bytes();
+        if head.upgrade && self.wants_h2c(&head, &data[start..]) {
+            self.core.upgrade(data, pos);
+            return Ok(());
+        }
         // Ranges stay relative to the head's first byte (`base`): no copying or
         // shifting of the header spans the parser produced.
         let (path, query) = request::split_target(&data[start..], head.target.clone());

@@ -116,6 +116,8 @@ pub struct Shared<C> {
     pub h2c: bool,
     /// HTTP/1.1 is served (else HTTP/2 only).
     pub http1: bool,
+    /// Clear-text HTTP/2 by `Upgrade: h2c` (with `http2`).
+    pub h2c_upgrade: bool,
     /// `set` and `reset` of `veter.context.request_var`, the request while its
     /// handler runs.
     pub request_var_set: Py<PyAny>,
@@ -248,6 +250,7 @@ impl<C: Handle> Shared<C> {
             http2,
             h2c: config.h2c,
             http1: config.http1,
+            h2c_upgrade: config.h2c_upgrade,
             request_var_set: observe.request_var_set,
             request_var_reset: observe.request_var_reset,
             max_connections: config.max_connections,

@@ -163,6 +163,10 @@ class ServerConfig:
         True,
         "With http2, serve clear-text HTTP/2 to clients that start with its preface (prior knowledge).",
     )
+    h2c_upgrade: bool = setting(
+        True,
+        "With http2, switch a clear-text HTTP/1.1 request without a body that asks for `Upgrade: h2c` to HTTP/2.",
+    )
     http1: bool = setting(
         True,
         "Serve HTTP/1.1; false: HTTP/2 only (ALPN offers h2 alone, and a clear-text connection that does "
@@ -323,7 +327,9 @@ class ServerConfig:
         if self.ssl_keyfile is not None and self.ssl_certfile is None:
             raise ValueError("ssl_keyfile needs ssl_certfile")
         if not self.http1 and not (self.http2 and (self.h2c or self.ssl_certfile)):
-            raise ValueError("http1 off needs HTTP/2 on (http2, and h2c or TLS): the server would speak nothing")
+            raise ValueError(
+                "http1 off needs HTTP/2 on (http2, and h2c or TLS): the server would speak nothing"
+            )
         if self.metrics_path is not None and not self.metrics_path.startswith("/"):
             raise ValueError(f"metrics_path must start with '/', got {self.metrics_path!r}")
         if self.access_log == "":

@@ -468,6 +468,11 @@ impl<S: Shell> Core<S> {
         self.keep(data, pos);
     }
 
+    /// What `upgrade` kept: the bytes after the head, for the protocol that takes over.
+    pub fn take_kept(&mut self) -> Vec<u8> {
+        mem::take(&mut self.buf)
+    }
+
     /// The upload being read, if any.
     pub fn upload(&self) -> Option<&S::Upload> {
         match &self.reading {

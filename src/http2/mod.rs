@@ -20,3 +20,4 @@ pub use conn::{Connection, Event};
 pub use error::ErrorCode;
 pub use request::RequestHead;
 pub use settings::Config;
+pub mod upgrade;

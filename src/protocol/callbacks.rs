@@ -110,6 +110,7 @@ impl Connection {
                 return Self::sniff_received(slf, data);
             }
         }
+        let mut upgrade = false;
         Self::with_borrow(slf, |this, py| {
             if let Some((_, left)) = &mut this.lingering {
                 // Closing: what the client still sends is dropped, up to a budget.
@@ -135,12 +136,17 @@ impl Connection {
                 this.first_read = false;
                 this.batch_start = since;
             }
-            match this.core.received(data.as_bytes(), now, &this.disp.limits) {
+            let done = match this.core.received(data.as_bytes(), now, &this.disp.limits) {
                 Feed::Hold => Ok(()),
                 Feed::Direct => this.process(py, data, 0),
                 Feed::Joined(joined) => this.process(py, &PyBytes::new(py, &joined), 0),
-            }
+            };
+            upgrade = this.h2_upgrade.is_some();
+            done
         })?;
+        if upgrade {
+            return Self::switch_to_h2c(slf);
+        }
         // Requests held back while a large batch of responses was written: go on
         // with them now unless the transport asked us to pause.
         let mut more = true;
@@ -297,6 +303,54 @@ impl Connection {
         }
     }
 
+    /// A request asked for `Upgrade: h2c` (`wants_h2c`): `101`, then HTTP/2, the
+    /// request itself answered on stream 1.
+    fn switch_to_h2c(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let (upgrade, rest, transport, disp, dispatcher) = {
+            let mut this = slf.borrow_mut();
+            let Some(upgrade) = this.h2_upgrade.take() else {
+                return Ok(());
+            };
+            let Some(transport) = this.transport.as_ref().map(|t| t.clone_ref(py)) else {
+                return Ok(());
+            };
+            let rest = this.core.take_kept();
+            (
+                upgrade,
+                rest,
+                transport,
+                this.disp.clone(),
+                this.dispatcher.clone_ref(py),
+            )
+        };
+        let Some(config) = disp.http2.as_ref() else {
+            return Ok(());
+        };
+        let Ok(core) = crate::http2::Connection::upgraded(config, &upgrade.settings) else {
+            // HTTP2-Settings that are no valid SETTINGS: the request is refused.
+            let answer = PyBytes::new(
+                py,
+                b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+            transport.call_method1(py, "write", (answer,))?;
+            slf.borrow_mut().core.abort();
+            return transport.call_method0(py, "close").map(drop);
+        };
+        let switching = PyBytes::new(py, crate::http2::upgrade::SWITCHING);
+        transport.call_method1(py, "write", (switching,))?;
+        let session = h2::Session::new(py, disp.clone(), dispatcher, transport, core)?;
+        let session = Py::new(py, session)?;
+        slf.borrow_mut().h2 = Some(session.clone_ref(py));
+        let is_head = upgrade.head.starts_with(b"HEAD ");
+        h2::Session::start_upgraded(session.bind(py), &upgrade.head, is_head)?;
+        if rest.is_empty() {
+            h2::Session::flush(session.bind(py))
+        } else {
+            h2::Session::data_received(session.bind(py), &rest)
+        }
+    }
+
     /// The client speaks HTTP/2: a session takes every callback from now on.
     fn start_h2(slf: &Bound<'_, Self>, first: &[u8]) -> PyResult<()> {
         let py = slf.py();
@@ -315,7 +369,7 @@ impl Connection {
                 disp.clone(),
                 this.dispatcher.clone_ref(py),
                 transport,
-                config,
+                crate::http2::Connection::new(config),
             )?;
             let session = Py::new(py, session)?;
             this.h2 = Some(session.clone_ref(py));

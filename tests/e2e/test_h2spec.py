@@ -26,7 +26,9 @@ from .test_tls import cert  # noqa: F401  (the module's certificate fixture)
 
 
 def h2spec() -> str:
-    found = shutil.which("h2spec") or str(Path(os.environ.get("GOPATH", Path.home() / "go")) / "bin" / "h2spec")
+    found = shutil.which("h2spec") or str(
+        Path(os.environ.get("GOPATH", Path.home() / "go")) / "bin" / "h2spec"
+    )
     if not Path(found).exists():
         pytest.fail("h2spec is not installed: go install github.com/summerwind/h2spec/cmd/h2spec@latest")
     return found
@@ -44,6 +46,10 @@ def app() -> veter.App:
     return app
 
 
+#: How h2spec marks a failed case.
+FAILED_MARK = "\u00d7"
+
+
 def run_h2spec(port: int, *extra: str, may_fail: tuple[str, ...] = ()) -> str:
     done = subprocess.run(
         [h2spec(), "-h", "127.0.0.1", "-p", str(port), "-o", "5", *extra],
@@ -53,11 +59,11 @@ def run_h2spec(port: int, *extra: str, may_fail: tuple[str, ...] = ()) -> str:
     assert summary, done.stdout[-3000:] + done.stderr[-2000:]
     total, passed, skipped, failed = map(int, summary.groups())
     # A failed case's line (h2spec prints it in the run and again under "Failures").
-    failures = sorted({line.strip() for line in done.stdout.splitlines() if "×" in line})
+    failures = sorted({line.strip() for line in done.stdout.splitlines() if FAILED_MARK in line})
     assert len(failures) >= min(failed, 1), done.stdout[-6000:]
     unexpected = [f for f in failures if not any(f.startswith(m) for m in may_fail)]
-    assert not unexpected and failed <= len(may_fail), f"{failed} of {total} h2spec cases failed:\n" + "\n".join(
-        failures
+    assert not unexpected and failed <= len(may_fail), (
+        f"{failed} of {total} h2spec cases failed:\n" + "\n".join(failures)
     )
     assert passed + skipped + failed == total and passed >= 140
     return done.stdout
@@ -70,7 +76,7 @@ def test_h2spec_over_h2c(serve: Callable[..., RunningServer]) -> None:
 
 def test_h2spec_over_h2c_beside_http1(serve: Callable[..., RunningServer]) -> None:
     running = serve(app())
-    run_h2spec(running.port, may_fail=("× 2: Sends invalid connection preface",))
+    run_h2spec(running.port, may_fail=(f"{FAILED_MARK} 2: Sends invalid connection preface",))
 
 
 def test_h2spec_over_tls(serve: Callable[..., RunningServer], cert: tuple[Path, Path]) -> None:  # noqa: F811

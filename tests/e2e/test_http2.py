@@ -172,6 +172,50 @@ def test_curl(serve: Callable[..., RunningServer], cert: tuple[Path, Path]) -> N
     assert out == b"posted 2"
 
 
+def test_upgrade_h2c_answers_the_request_on_stream_1(serve: Callable[..., RunningServer]) -> None:
+    running = serve(app())
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    settings = conn.initiate_upgrade_connection()
+    with socket.create_connection(("127.0.0.1", running.port), timeout=10) as sock:
+        sock.sendall(
+            b"GET /json?a=1 HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+            b"Upgrade: h2c\r\nHTTP2-Settings: " + settings + b"\r\n\r\n"
+        )
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(4096)
+        head, rest = data.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 101 ") and b"Upgrade: h2c" in head
+        sock.sendall(conn.data_to_send())
+        events = list(conn.receive_data(rest)) if rest else []
+        body, ended = b"", False
+        while not ended:
+            for event in events:
+                if isinstance(event, h2.events.DataReceived):
+                    body += event.data
+                ended |= isinstance(event, h2.events.StreamEnded) and event.stream_id == 1
+            if not ended:
+                events = list(conn.receive_data(sock.recv(65536)))
+                sock.sendall(conn.data_to_send())
+    assert json.loads(body) == {"version": "2", "query": {"a": "1"}}
+
+
+@pytest.mark.parametrize("upgrade_on", [True, False])
+def test_upgrade_h2c_is_declined_for_a_body_or_when_off(
+    serve: Callable[..., RunningServer], upgrade_on: bool
+) -> None:
+    running = serve(app(), h2c_upgrade=upgrade_on)
+    asks = b"Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\n"
+    requests = [b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n" + asks + b"\r\nhi"]
+    if not upgrade_on:
+        requests.append(b"GET / HTTP/1.1\r\nHost: x\r\n" + asks + b"\r\n")
+    for request in requests:
+        with socket.create_connection(("127.0.0.1", running.port), timeout=10) as sock:
+            sock.sendall(request)
+            answer = sock.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 200 "), answer
+
+
 class RawH2:
     """A blocking HTTP/2 client over the `h2` package, frame by frame."""
 

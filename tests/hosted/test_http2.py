@@ -57,7 +57,10 @@ def test_asgi_scope_and_bodies(asgi: Proc) -> None:
         assert not any(n.startswith(":") for n in names), "pseudo-headers reached the app"
         body = bytes(range(256)) * 2000
         assert c.post("/echo", content=body).content == body
-        assert c.post("/echo", content=iter([b"a" * 70_000, b"b" * 70_000])).content == b"a" * 70_000 + b"b" * 70_000
+        assert (
+            c.post("/echo", content=iter([b"a" * 70_000, b"b" * 70_000])).content
+            == b"a" * 70_000 + b"b" * 70_000
+        )
         assert c.post("/echo-halves", content=b"0123456789").content == b"0123456789"
         r = c.get("/stream", params={"n": "4", "size": "3"})
         assert r.status_code == 200 and len(r.content) == 12
@@ -68,7 +71,9 @@ def test_asgi_streams_share_a_connection(asgi: Proc) -> None:
         async with httpx.AsyncClient(
             base_url=f"http://127.0.0.1:{asgi.port}", http1=False, http2=True, timeout=20
         ) as c:
-            answers = await asyncio.gather(*(c.post("/echo", content=f"body {i}".encode()) for i in range(100)))
+            answers = await asyncio.gather(
+                *(c.post("/echo", content=f"body {i}".encode()) for i in range(100))
+            )
             return [a.content for a in answers]
 
     assert asyncio.run(run()) == [f"body {i}".encode() for i in range(100)]

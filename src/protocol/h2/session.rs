@@ -41,10 +41,9 @@ use rustc_hash::FxHashMap;
 use super::link::{deliver, frame_body, send, After, Link, HIGH_MARK, LOW_MARK};
 use super::transport::StreamTransport;
 use crate::http2::answer::Answer;
-use crate::http2::as_h1;
+use crate::http2::as_h1::{self, BodyMode};
 use crate::http2::conn::{Connection as H2, Event};
 use crate::http2::error::ErrorCode;
-use crate::http2::settings::Config;
 use crate::protocol::{Connection, Shared};
 
 #[pyclass(module = "veter._core", name = "Http2Session")]
@@ -75,7 +74,7 @@ impl Session {
         disp: Arc<Shared>,
         dispatcher: Py<PyAny>,
         transport: Py<PyAny>,
-        config: &Config,
+        core: H2,
     ) -> PyResult<Self> {
         let call_soon = py
             .import("asyncio")?
@@ -83,7 +82,7 @@ impl Session {
             .getattr("call_soon")?
             .unbind();
         Ok(Session {
-            core: H2::new(config),
+            core,
             disp,
             dispatcher,
             transport,
@@ -222,6 +221,32 @@ impl Session {
         };
         let _ = transport;
         Connection::data_received(conn.bind(py), &bytes)
+    }
+
+    /// Stream 1 of a connection upgraded from HTTP/1.1 (`Upgrade: h2c`): the request
+    /// that asked for it, already read whole (`head`, without its upgrade fields).
+    pub fn start_upgraded(slf: &Bound<'_, Self>, head: &[u8], is_head: bool) -> PyResult<()> {
+        let py = slf.py();
+        let (conn, transport) = Self::new_stream_connection(slf)?;
+        transport.bind(py).borrow_mut().stream = 1;
+        slf.borrow_mut().streams.insert(
+            1,
+            Link {
+                conn: conn.clone_ref(py),
+                transport,
+                answer: Answer::new(is_head),
+                body: BodyMode::None,
+                body_left: 0,
+                request_ended: true,
+                held: Vec::new(),
+                held_end: false,
+                writer_paused: false,
+            },
+        );
+        slf.borrow_mut().dispatching = true;
+        let result = Connection::data_received(conn.bind(py), &PyBytes::new(py, head));
+        slf.borrow_mut().dispatching = false;
+        result
     }
 
     /// A connection for streams: made as the worker makes one for a socket, with
