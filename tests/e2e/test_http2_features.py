@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import os
 import re
+import signal
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -19,7 +20,9 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.settings
+import hpack
 import httpx
+import hyperframe.frame
 import orjson
 import pytest
 
@@ -27,6 +30,7 @@ import veter
 from tests.polling import eventually
 
 from .conftest import RunningServer
+from .processes import Proc, children_of, wait_until, wait_workers_ready
 from .test_access_log import TEXT as ACCESS_LINE
 from .test_metrics import sample as metric
 
@@ -435,3 +439,161 @@ def test_proxy_headers_from_the_trusted_proxy_are_believed(
     server.stop()
     clients = [m["client"] for m in map(ACCESS_LINE.match, log.read_text().splitlines()) if m]
     assert sorted(clients) == ["127.0.0.2", "6.6.6.6"]
+
+
+# Graceful drain, in a process of its own
+
+
+class Wire:
+    """HTTP/2 frame by frame (hyperframe and hpack), for what the `h2` package will
+    not do: it reads nothing more once a GOAWAY came, and opens no stream after it."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.encoder, self.decoder = hpack.Encoder(), hpack.Decoder()
+        self.buffer = b""
+        self.next_stream = 1
+        self.goaway: hyperframe.frame.GoAwayFrame | None = None
+        self.sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + hyperframe.frame.SettingsFrame(0).serialize())
+
+    def request(self, path: str, method: str = "GET", body: bytes | None = None) -> int:
+        stream, self.next_stream = self.next_stream, self.next_stream + 2
+        fields = [(":method", method), (":path", path), (":scheme", "http"), (":authority", "test")]
+        headers = hyperframe.frame.HeadersFrame(stream, self.encoder.encode(fields), flags=["END_HEADERS"])
+        out = headers.serialize()
+        if body is None:
+            headers.flags.add("END_STREAM")
+            out = headers.serialize()
+        else:
+            out += hyperframe.frame.DataFrame(stream, body, flags=["END_STREAM"]).serialize()
+        self.sock.sendall(out)
+        return stream
+
+    def frame(self) -> hyperframe.frame.Frame | None:
+        """The next frame (a HEADERS frame's block decoded into ``fields``); None once
+        the server closed the connection. SETTINGS are acknowledged, GOAWAY kept."""
+        while True:
+            if len(self.buffer) >= 9:
+                frame, length = hyperframe.frame.Frame.parse_frame_header(memoryview(self.buffer[:9]))
+                if len(self.buffer) >= 9 + length:
+                    frame.parse_body(memoryview(self.buffer[9 : 9 + length]))
+                    self.buffer = self.buffer[9 + length :]
+                    if isinstance(frame, hyperframe.frame.SettingsFrame) and "ACK" not in frame.flags:
+                        self.sock.sendall(hyperframe.frame.SettingsFrame(0, flags=["ACK"]).serialize())
+                    if isinstance(frame, hyperframe.frame.HeadersFrame):
+                        frame.fields = dict(self.decoder.decode(frame.data))  # type: ignore[attr-defined]
+                    if isinstance(frame, hyperframe.frame.GoAwayFrame):
+                        self.goaway = frame
+                    return frame
+            data = self.sock.recv(1 << 16)
+            if not data:
+                return None
+            self.buffer += data
+
+    def answer(self, stream: int) -> tuple[int, bytes]:
+        """The status and body of ``stream``; other streams' frames are dropped."""
+        status, body = 0, b""
+        while (frame := self.frame()) is not None:
+            if frame.stream_id != stream:
+                continue
+            assert not isinstance(frame, hyperframe.frame.RstStreamFrame), f"stream {stream} reset"
+            if isinstance(frame, hyperframe.frame.HeadersFrame):
+                status = int(frame.fields[":status"])  # type: ignore[attr-defined]
+            elif isinstance(frame, hyperframe.frame.DataFrame):
+                body += frame.data
+            if "END_STREAM" in frame.flags:
+                return status, body
+        raise ConnectionError(f"the server closed the connection before stream {stream} ended")
+
+
+@pytest.fixture
+def wire() -> Iterator[Callable[[int], Wire]]:
+    """``wire(port)``: a connection, closed after the test."""
+    opened: list[Wire] = []
+
+    def connect(port: int) -> Wire:
+        opened.append(Wire(port))
+        return opened[-1]
+
+    yield connect
+    for client in opened:
+        client.sock.close()
+
+
+@pytest.fixture
+def process() -> Iterator[Callable[..., Proc]]:
+    """``process(*args)``: ``veter run`` of the native app of apps/h2_features.py with
+    one worker, ready; what is left of it is killed afterwards."""
+    procs: list[Proc] = []
+
+    def start(*args: str) -> Proc:
+        procs.append(Proc(["run", "tests.e2e.apps.h2_features:app", "--port", "0", "--workers", "1", *args]))
+        procs[-1].wait_ready()
+        wait_workers_ready(procs[-1], 1)
+        return procs[-1]
+
+    yield start
+    for proc in procs:
+        for child in children_of(proc.pid):
+            os.kill(child, signal.SIGKILL)
+        proc.close()
+
+
+def test_sigterm_sends_goaway_and_answers_the_stream_in_flight(
+    process: Callable[..., Proc], wire: Callable[[int], Wire], tmp_path: Path
+) -> None:
+    proc = process("--access-log", "off")
+    assert proc.port is not None
+    mark, release = tmp_path / "running", tmp_path / "release"
+    client = wire(proc.port)
+    held = client.request(f"/held?mark={mark}&release={release}")
+    wait_until(mark.exists, 10)
+    os.kill(proc.pid, signal.SIGTERM)
+    frames = []
+    while client.goaway is None:
+        frames.append(client.frame())
+        assert frames[-1] is not None, "closed without a GOAWAY"
+    assert not [f for f in frames if f is not None and f.stream_id == held], "answered before its release"
+    assert (client.goaway.error_code, client.goaway.last_stream_id >= held) == (0, True)
+    refused = client.request("/")  # past the GOAWAY: not served
+    client.sock.sendall(hyperframe.frame.PingFrame(0, b"drained!").serialize())
+    while not isinstance(client.frame(), hyperframe.frame.PingFrame):  # the new stream was read
+        pass
+    release.touch()
+    assert client.answer(held) == (200, b"released")
+    rest = []
+    while (frame := client.frame()) is not None:
+        rest.append(frame)
+    assert not [
+        f for f in rest if f.stream_id == refused and not isinstance(f, hyperframe.frame.RstStreamFrame)
+    ]
+    assert proc.proc.wait(30) == 0
+
+
+def test_streams_are_served_through_the_drain_delay(
+    process: Callable[..., Proc], wire: Callable[[int], Wire]
+) -> None:
+    proc = process("--access-log", "off", "--drain-delay", "1.5")
+    assert proc.port is not None
+    kept = wire(proc.port)
+    assert kept.answer(kept.request("/")) == (200, b"hello")
+    mark = proc.mark()
+    began = time.monotonic()
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait_for(r"leaving: /readyz answers 503", start=mark)
+    # As an HTTP/1.1 keep-alive connection is closed after its next answer, an HTTP/2
+    # one is told to go (GOAWAY, no error); new connections are served meanwhile.
+    while kept.goaway is None:
+        assert kept.frame() is not None, "closed without a GOAWAY"
+    assert (kept.goaway.error_code, kept.goaway.last_stream_id) == (0, 1)
+    for _ in range(3):
+        for path, method, body, answer in [
+            ("/readyz", "GET", None, 503),
+            ("/", "GET", None, 200),
+            ("/echo", "POST", b"during the delay", 200),
+        ]:
+            fresh = wire(proc.port)
+            assert fresh.answer(fresh.request(path, method, body))[0] == answer
+    assert time.monotonic() - began < 1.5, "the checks ran inside the delay"
+    assert proc.proc.wait(30) == 0
+    assert time.monotonic() - began >= 1.5
