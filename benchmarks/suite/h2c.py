@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
-DATA, HEADERS, RST_STREAM, SETTINGS, GOAWAY = 0x0, 0x1, 0x3, 0x4, 0x7
+DATA, HEADERS, RST_STREAM, SETTINGS, GOAWAY, WINDOW_UPDATE = 0x0, 0x1, 0x3, 0x4, 0x7, 0x8
 END_STREAM, ACK, END_HEADERS, PADDED, PRIORITY = 0x1, 0x1, 0x4, 0x8, 0x20
 
 #: RFC 7541 Appendix A: the static table's indices used here (4 is `:path: /`, and the
@@ -30,9 +30,29 @@ def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
     return struct.pack(">I", len(payload))[1:] + bytes((kind, flags)) + struct.pack(">I", stream) + payload
 
 
-def settings(ack: bool = False) -> bytes:
-    """An empty SETTINGS frame (every setting at its default), or its acknowledgement."""
-    return frame(SETTINGS, ACK if ack else 0, 0)
+_INITIAL_WINDOW_SIZE = 0x4
+#: The default flow-control window (RFC 9113 6.9.2), of a stream and of the connection.
+DEFAULT_WINDOW = 65_535
+
+
+def settings(ack: bool = False, initial_window: int | None = None) -> bytes:
+    """A SETTINGS frame (every setting at its default but the stream window, if named),
+    or its acknowledgement."""
+    if ack:
+        return frame(SETTINGS, ACK, 0)
+    payload = struct.pack(">HI", _INITIAL_WINDOW_SIZE, initial_window) if initial_window is not None else b""
+    return frame(SETTINGS, 0, 0, payload)
+
+
+def window_update(stream: int, increment: int) -> bytes:
+    return frame(WINDOW_UPDATE, 0, stream, struct.pack(">I", increment))
+
+
+def open_windows(window: int = (1 << 30) - 1) -> bytes:
+    """SETTINGS and a connection WINDOW_UPDATE giving streams and the connection `window`
+    bytes to send to us (h2load's default, 2**30 - 1): a client that sent no WINDOW_UPDATE
+    would find the connection's window of 65,535 bytes spent after a few thousand answers."""
+    return settings(initial_window=window) + window_update(0, window - DEFAULT_WINDOW)
 
 
 def _integer(value: int, prefix_bits: int, first: int) -> bytes:
