@@ -1,6 +1,7 @@
 """Run benchmark scenarios and refresh docs/benchmarks.md.
 
-    python run.py [--scenario NAME|all] [--quick] [--runs N] [--seconds S] [--servers N] [--docs-only]
+    python run.py [--scenario NAME|all] [--quick] [--runs N] [--seconds S] [--servers N] [--only A,B]
+                  [--docs-only]
 
 Run it with the peers' virtualenv (benchmarks/.work/venv-peers), as the Makefile does.
 """
@@ -53,6 +54,9 @@ def main() -> int:
     parser.add_argument(
         "--servers", type=int, help="only the first N servers of each scenario (CI's smoke run: veter and a peer)"
     )
+    parser.add_argument(
+        "--only", help="only these servers (comma-separated names) of each scenario that has them, e.g. the peers"
+    )
     args = parser.parse_args()
 
     if args.scenario != "all" and args.scenario not in BY_NAME:
@@ -68,6 +72,12 @@ def main() -> int:
             plan = module.plan(settings)
             if args.servers:
                 plan.servers = plan.servers[: args.servers]
+            if args.only:
+                wanted = set(args.only.split(","))
+                plan.servers = [server for server in plan.servers if server.name in wanted]
+                if not plan.servers:
+                    measure.say(f"== {module.NAME}: none of {args.only} is a server of this scenario; skipped")
+                    continue
             measure.say(
                 f"== {module.NAME}: {len(plan.servers)} servers x {len(plan.cells)} cells x {settings.runs} runs"
             )

@@ -18,6 +18,15 @@ def spin(seconds: float) -> None:
         pass
 
 
+async def _body_length(receive) -> int:
+    length, more = 0, True
+    while more:
+        message = await receive()
+        length += len(message.get("body", b""))
+        more = message.get("more_body", False)
+    return length
+
+
 async def app(scope, receive, send):
     if scope["type"] != "http":
         return
@@ -30,6 +39,10 @@ async def app(scope, receive, send):
     elif scope["path"] == "/json":
         body = json.dumps({"message": "Hello, World!"}).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    elif scope["path"] == "/upload":
+        # The http2 scenario's POST: the body read, its length answered.
+        body = b"%d" % await _body_length(receive)
+        headers = [TEXT_HEADERS[0], (b"content-length", b"%d" % len(body))]
     else:
         headers, body = TEXT_HEADERS, HELLO
     await send({"type": "http.response.start", "status": 200, "headers": headers})

@@ -21,6 +21,12 @@ def json_(request):
     return {"message": "Hello, World!"}
 
 
+@app.post("/upload")
+def upload(request):
+    # The http2 scenario's POST: the body read, its length answered.
+    return str(len(request.body().value))
+
+
 @app.get("/sleep50")
 async def sleep50(request):
     await asyncio.sleep(0.05)

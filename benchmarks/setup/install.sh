@@ -13,9 +13,10 @@ need_db=0; need_redis=0
 case "$SCENARIO" in all|db|fanout) need_db=1;; esac
 case "$SCENARIO" in all|redis+log) need_redis=1;; esac
 
-# Debian packages: wrk, nginx, and the databases only when a scenario wants them.
+# Debian packages: wrk, h2load (HTTP/2), nginx, and the databases only when a scenario wants them.
 pkgs=()
 command -v wrk >/dev/null || pkgs+=(wrk)
+command -v h2load >/dev/null || pkgs+=(nghttp2-client)
 [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
 command -v taskset >/dev/null || pkgs+=(util-linux)
 if [ "$need_db" = 1 ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then pkgs+=(postgresql); fi

@@ -1,13 +1,18 @@
-"""The load generators, pinned to the load CPU: wrk (closed loop) and oha (open loop).
+"""The load generators, pinned to the load CPU: wrk (closed loop), oha (open loop),
+wsload (WebSocket echo) and h2load (HTTP/2).
 
 Each call returns a flat dict of numbers plus the exact command, for the report.
 """
 
 import json
 import os
+import re
+import resource
 import shlex
 import sqlite3
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +216,134 @@ def wsload(
         metrics["server_cpu_s"] = raw["server_cpu_s"]
         metrics["cpu_us_per_round_trip"] = raw["server_cpu_s"] / raw["round_trips"] * 1e6
     return metrics
+
+
+# h2load's bound beyond its warm-up and window: connecting, and stopping its clients.
+H2LOAD_SLACK_S = 30
+_H2_PROTOCOL = re.compile(r"^Application protocol: (\S+)$", re.MULTILINE)
+_H2_FINISHED = re.compile(r"^finished in [\d.]+\w+, ([\d.]+) req/s", re.MULTILINE)
+_H2_REQUESTS = re.compile(
+    r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout",
+    re.MULTILINE,
+)
+_H2_STATUSES = re.compile(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", re.MULTILINE)
+_H2_MEAN = re.compile(r"^time for request:\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)\b", re.MULTILINE)
+_UNIT_MS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def h2load(
+    url: str,
+    clients: int,
+    streams: int,
+    seconds: float,
+    warmup: float,
+    body: Path | None = None,
+    rps_per_client: int | None = None,
+) -> Metrics:
+    """HTTP/2 (h2load, one thread): `clients` connections, up to `streams` concurrent
+    streams on each, `warmup` seconds of load before a window of `seconds` that alone
+    is counted. http:// URLs are h2c by prior knowledge, https:// TLS with ALPN h2;
+    anything else negotiated fails the cell. With `body`, POSTs of that file's bytes;
+    with `rps_per_client`, each connection starts that many requests per second (a
+    fixed rate) instead of as many as it can. Every request that did not succeed (a
+    non-2xx status, a stream or connection error, a timeout) is counted, and a run
+    with any is returned as an error, not as a rate."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "requests.tsv"
+        argv = [str(paths.H2LOAD), "-t1", f"-c{clients}", f"-m{streams}", "-D", _ms(seconds)]
+        argv += ["--warm-up-time", _ms(warmup), "--log-file", str(log)]
+        if body is not None:
+            argv += ["-d", str(body), "-H", "content-type: application/octet-stream"]
+        if rps_per_client is not None:
+            argv += ["--rps", str(rps_per_client)]
+        argv = _pinned([*argv, url])
+        command = shlex.join(argv).replace(str(log), "requests.tsv")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
+        try:
+            out = subprocess.run(
+                argv, capture_output=True, text=True, check=False, timeout=warmup + seconds + H2LOAD_SLACK_S
+            )
+        except subprocess.TimeoutExpired:
+            bound = warmup + seconds + H2LOAD_SLACK_S
+            return {"error": f"h2load did not finish within {bound:.0f}s", "command": command}
+        wall = time.monotonic() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        metrics = parse_h2load(out.stdout, out.stderr, command, expected=_h2_protocol(url))
+        if "error" not in metrics:
+            metrics.update(_h2_latency(log))
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        metrics["loadgen_cpu_share"] = cpu / wall if wall else None
+    return metrics
+
+
+def _ms(seconds: float) -> str:
+    return f"{round(seconds * 1000)}ms"
+
+
+def _h2_protocol(url: str) -> str:
+    if url.startswith("https://"):
+        return "h2"
+    if url.startswith("http://"):
+        return "h2c"
+    raise ValueError(f"h2load needs an http:// or https:// URL, not {url!r}")
+
+
+def parse_h2load(stdout: str, stderr: str, command: str, expected: str) -> Metrics:
+    """h2load's summary as numbers; an "error" when the protocol it negotiated is not
+    `expected`, when no request succeeded, or when any failed."""
+    requests, statuses = _H2_REQUESTS.search(stdout), _H2_STATUSES.search(stdout)
+    finished = _H2_FINISHED.search(stdout)
+    if requests is None or statuses is None or finished is None:
+        tail = (stderr.strip() or stdout.strip())[-300:]
+        return {"error": f"h2load gave no summary: {tail}", "command": command}
+    _, started, done, succeeded, failed, errored, timeout = (int(n) for n in requests.groups())
+    _, s3xx, s4xx, s5xx = (int(n) for n in statuses.groups())
+    protocol = _H2_PROTOCOL.search(stdout)
+    metrics: Metrics = {
+        "protocol": protocol.group(1) if protocol else None,
+        "requests": done,
+        "started": started,
+        "succeeded": succeeded,
+        "non_2xx": s3xx + s4xx + s5xx,
+        "errored": errored,
+        "timeout": timeout,
+        # h2load's "failed" is every done request that did not succeed (non-2xx and
+        # errored alike); timeouts are counted on their own.
+        "errors": failed + timeout,
+        "command": command,
+    }
+    if metrics["protocol"] != expected:
+        got = metrics["protocol"] or "no protocol (no connection made?)"
+        said = stderr.strip().splitlines()[-1:] or [""]
+        return {**metrics, "error": f"negotiated {got}, not {expected} {said[0]}".strip()}
+    if metrics["errors"]:
+        kinds = f"{metrics['non_2xx']} non-2xx, {errored} errored, {timeout} timed out"
+        return {**metrics, "error": f"{metrics['errors']} of {done + timeout} requests failed ({kinds})"}
+    if succeeded == 0:
+        # h2load names h2c as soon as it has sent the preface: a server that does not
+        # speak HTTP/2 answers nothing it can count (an HTTP/1.1 400 is not a frame).
+        return {**metrics, "error": f"no request answered ({started} started): no HTTP/2 answer"}
+    metrics["rps"] = float(finished.group(1))
+    mean = _H2_MEAN.search(stdout)
+    if mean is not None:
+        metrics["latency_mean_ms"] = float(mean.group(1)) * _UNIT_MS[mean.group(2)]
+    return metrics
+
+
+def _h2_latency(log: Path) -> Metrics:
+    """p50, p99 and max of the successful requests from h2load's per-request log
+    (start time, status, microseconds to the end of the response)."""
+    durations = []
+    with log.open() as rows:
+        for row in rows:
+            _, status, micros = row.split("\t", 2)
+            if status.startswith("2"):
+                durations.append(int(micros))
+    durations.sort()
+    out: Metrics = {}
+    for name, q in (("p50", 0.5), ("p99", 0.99)):
+        got = _quantile(durations, q)
+        out[f"latency_{name}_ms"] = got / 1000 if got is not None else None
+    out["latency_max_ms"] = durations[-1] / 1000 if durations else None
+    return out

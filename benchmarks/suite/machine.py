@@ -63,6 +63,7 @@ def describe() -> dict[str, Any]:
         "tools": {
             "wrk": _run([str(paths.WRK), "-v"]),
             "oha": _run([str(paths.OHA), "--version"]),
+            "h2load": _run([str(paths.H2LOAD), "--version"]),
             "nginx": _run(["/usr/sbin/nginx", "-v"]),
             "go": _run(["go", "version"]),
             "wsload": _run([str(paths.WSLOAD), "-version"]),

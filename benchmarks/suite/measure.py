@@ -64,6 +64,8 @@ class Plan:
     workers: int = 1
     server_env: dict[str, str] = field(default_factory=dict)
     ready_route: str = "plaintext"
+    # How readiness is asked (port, path -> status): HTTP/1.1 unless named (h2c.status).
+    ready_probe: Callable[[int, str], int | None] = procs.http_status
     warmup_route: str | None = None  # None: the ready route
     warmup: Callable[[Target], Metrics] | None = None  # None: wrk on warmup_route
     # Run after each server stops, with that round's cell metrics; stored as cell AFTER_KEY.
@@ -143,7 +145,7 @@ def _start(plan: Plan, server: Server, settings: Settings, outcome: Outcome, hea
     try:
         env = {**plan.server_env, **server.env}
         ready = ROUTES[server.ready_route or plan.ready_route]
-        running = procs.start(argv, port, ready, log, server.cwd, env, cpus=server.cpus)
+        running = procs.start(argv, port, ready, log, server.cwd, env, cpus=server.cpus, probe=plan.ready_probe)
     except procs.StartError as exc:
         reason = f"failed to start: {exc}"
         say(f"{head}: {reason}")

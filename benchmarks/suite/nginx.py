@@ -19,7 +19,7 @@ http {{
     uwsgi_temp_path {prefix}/tmp;
     scgi_temp_path {prefix}/tmp;
     server {{
-        listen 127.0.0.1:{port} backlog=4096;
+        listen 127.0.0.1:{port}{listen_flags} backlog=4096;
         location = / {{
             default_type "text/plain; charset=utf-8";
             return 200 "Hello, World!";
@@ -28,8 +28,29 @@ http {{
             default_type application/json;
             return 200 '{{"message":"Hello, World!"}}';
         }}
-    }}
+{locations}    }}
 }}
+"""
+
+# The http2 scenario's POST /upload, answered with the body's length. `return` alone
+# would answer without reading the body, and over HTTP/2 nginx 1.22 then stalls (the
+# discarded bodies' flow-control window is never given back: 55k answers in the first
+# second, none after). `mirror` reads the whole body first (mirror_request_body is on);
+# the static handler refuses the POST with 405, which error_page turns into the answer.
+UPLOAD = """\
+        location = /upload {
+            client_body_buffer_size 64k;
+            mirror /mirror-sink;
+            error_page 405 =200 @length;
+        }
+        location = /mirror-sink {
+            internal;
+            return 204;
+        }
+        location @length {
+            default_type "text/plain; charset=utf-8";
+            return 200 "$content_length";
+        }
 """
 
 
@@ -40,7 +61,18 @@ def prefix(port: int) -> Path:
 def prepare(run_dir: Path, port: int, workers: int) -> None:
     root = prefix(port)
     (root / "tmp").mkdir(parents=True, exist_ok=True)
-    (root / "nginx.conf").write_text(CONF.format(prefix=root, port=port))
+    (root / "nginx.conf").write_text(CONF.format(prefix=root, port=port, listen_flags="", locations=""))
+
+
+def prepare_h2c(run_dir: Path, port: int, workers: int) -> None:
+    """HTTP/2 over cleartext by prior knowledge only (`listen ... http2` without ssl:
+    nginx 1.22 answers no HTTP/1.1 there), plus POST /upload."""
+    root = prefix(port)
+    (root / "tmp").mkdir(parents=True, exist_ok=True)
+    (root / "html").mkdir(exist_ok=True)
+    (root / "html" / "upload").touch()  # the static file whose 405 becomes the answer
+    conf = CONF.format(prefix=root, port=port, listen_flags=" http2", locations=UPLOAD)
+    (root / "nginx.conf").write_text(conf)
 
 
 PROXY_CONF = """\

@@ -22,6 +22,7 @@ PEERS_314_BIN = WORK / "venv-peers-3.14" / "bin"
 ZUVLOOP_314 = WORK / "zuvloop-3.14"
 OHA = WORK / "cargo" / "bin" / "oha"
 WRK = Path("/usr/bin/wrk")
+H2LOAD = Path("/usr/bin/h2load")  # nghttp2-client: the HTTP/2 load generator
 GO_BIN = WORK / "bin" / "gohttp"
 WSLOAD = WORK / "bin" / "wsload"  # go/wsload, the WebSocket echo load generator
 

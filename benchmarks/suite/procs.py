@@ -5,10 +5,11 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths
+from . import h2c, paths
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -119,8 +120,10 @@ def start(
     env: dict[str, str],
     timeout: float = 30.0,
     cpus: str | None = None,
+    probe: Callable[[int, str], int | None] = http_status,
 ) -> Running:
-    """Start `argv` on the server CPU in its own session and poll until `ready_path` gives 200."""
+    """Start `argv` on the server CPU in its own session and poll until `ready_path` gives 200
+    (asked by `probe`: HTTP/1.1 unless another is named, such as h2c.status)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PORT": str(port), **env}
     with log.open("wb") as out:
@@ -135,12 +138,15 @@ def start(
         )
     running = Running(argv=argv, proc=proc, port=port, log=log)
     deadline = time.monotonic() + timeout
-    last: int | None = None
+    last: int | str | None = None
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             running.stop()
             raise StartError(f"exited with {proc.returncode}: {running.log_tail()}")
-        last = http_status(port, ready_path)
+        try:
+            last = probe(port, ready_path)
+        except h2c.NotHttp2 as exc:
+            last = str(exc)
         if last == 200:
             return running
         time.sleep(0.05)

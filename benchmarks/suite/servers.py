@@ -32,8 +32,10 @@ ROUTES = {
     "items": "/items?limit=20&offset=40&q=shoes",
     "order-raw": "/order-raw",
     "items-raw": "/items-raw?limit=20&offset=40&q=shoes",
+    "upload": "/upload",  # the http2 scenario's POST: the body's length answered
 }
 HELLO = frozenset({"plaintext", "json"})
+H2 = HELLO | {"upload"}
 ASYNC = HELLO | {"sleep1", "sleep10", "sleep50", "sleep100", "hard", "block"}
 TYPED = frozenset({"order", "items"})
 SYNC_WORKERS = 3
@@ -66,7 +68,11 @@ def _py(venv_bin: Path) -> str:
     return str(venv_bin / "python")
 
 
-def _uvicorn(module: str, http: str = "httptools", loop: str = "uvloop", bin_dir: Path = paths.PEERS_BIN) -> Argv:
+def _uvicorn(
+    module: str, http: str = "httptools", loop: str = "uvloop", bin_dir: Path = paths.PEERS_BIN, http2: bool = False
+) -> Argv:
+    """uvicorn; with `http2`, HTTP/2 beside HTTP/1.1 on the port (`--http2`, zttp only)."""
+
     def argv(port: int, workers: int) -> list[str]:
         return [
             str(bin_dir / "uvicorn"),
@@ -88,12 +94,15 @@ def _uvicorn(module: str, http: str = "httptools", loop: str = "uvloop", bin_dir
             "4096",
             "--workers",
             str(workers),
+            *(["--http2"] if http2 else []),
         ]
 
     return argv
 
 
-def _granian(interface: str, module: str) -> Argv:
+def _granian(interface: str, module: str, http: str = "1") -> Argv:
+    """Granian; `http` is its --http: 1, 2 (HTTP/2 only) or auto (both on the port)."""
+
     def argv(port: int, workers: int) -> list[str]:
         return [
             str(paths.PEERS_BIN / "granian"),
@@ -108,13 +117,36 @@ def _granian(interface: str, module: str) -> Argv:
             "--loop",
             "uvloop",
             "--http",
-            "1",
+            http,
             "--no-ws",
             "--log-level",
             "warning",
             "--backlog",
             "4096",
             module,
+        ]
+
+    return argv
+
+
+def _hypercorn(module: str) -> Argv:
+    """Hypercorn on uvloop: HTTP/1.1, and HTTP/2 over cleartext (prior knowledge or
+    Upgrade), on the port; no access log unless one is asked for."""
+
+    def argv(port: int, workers: int) -> list[str]:
+        return [
+            str(paths.PEERS_BIN / "hypercorn"),
+            module,
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--worker-class",
+            "uvloop",
+            "--workers",
+            str(workers),
+            "--backlog",
+            "4096",
+            "--log-level",
+            "warning",
         ]
 
     return argv
@@ -290,11 +322,11 @@ PEERS_NEED = (paths.PEERS_BIN / "python",)
 ALL: dict[str, Server] = {
     s.name: s
     for s in [
-        Veter("veter", "veter (Rust HTTP core on uvloop)", ASYNC, _veter, cwd=paths.REPO),
+        Veter("veter", "veter (Rust HTTP core on uvloop)", ASYNC | {"upload"}, _veter, cwd=paths.REPO),
         Veter(
             "veter-asgi",
             "veter hosting the raw ASGI app",
-            HELLO | {"sleep50"},
+            HELLO | {"sleep50", "upload"},
             _veter_hosting("asgi_raw:app"),
             cwd=paths.REPO,
         ),
@@ -370,6 +402,14 @@ ALL: dict[str, Server] = {
             prepare=nginx.prepare,
         ),
         Server(
+            "nginx-h2",
+            "nginx `return 200`, 1 worker, h2c (`listen ... http2`)",
+            H2,
+            _nginx,
+            needs=(Path("/usr/sbin/nginx"),),
+            prepare=nginx.prepare_h2c,
+        ),
+        Server(
             "go-nethttp",
             "Go net/http (GOMAXPROCS from the pinned CPU = 1)",
             HELLO,
@@ -411,6 +451,34 @@ ALL: dict[str, Server] = {
         ),
         Server("granian-rsgi", "Granian, raw RSGI app", HELLO, _granian("rsgi", "granian_rsgi:app"), needs=PEERS_NEED),
         Server("granian-asgi", "Granian, raw ASGI app", HELLO, _granian("asgi", "asgi_raw:app"), needs=PEERS_NEED),
+        Server(
+            "granian-rsgi-h2",
+            "Granian --http auto, raw RSGI app",
+            H2,
+            _granian("rsgi", "granian_rsgi:app", http="auto"),
+            needs=PEERS_NEED,
+        ),
+        Server(
+            "granian-asgi-h2",
+            "Granian --http auto, raw ASGI app",
+            H2,
+            _granian("asgi", "asgi_raw:app", http="auto"),
+            needs=PEERS_NEED,
+        ),
+        Server(
+            "uvicorn-zttp-h2",
+            "uvicorn --http zttp --http2 (uvloop), raw ASGI app",
+            H2,
+            _uvicorn("asgi_raw:app", http="zttp", http2=True),
+            needs=PEERS_NEED,
+        ),
+        Server(
+            "hypercorn",
+            "Hypercorn (uvloop), raw ASGI app",
+            H2,
+            _hypercorn("asgi_raw:app"),
+            needs=(paths.PEERS_BIN / "hypercorn",),
+        ),
         Server(
             "granian-wsgi", "Granian, the Flask app (WSGI)", HELLO, _granian("wsgi", "flask_app:app"), needs=PEERS_NEED
         ),

@@ -12,6 +12,7 @@ from . import (
     fanout,
     hard,
     hello,
+    http2,
     matrix,
     overload,
     pythons,
@@ -43,5 +44,6 @@ ORDER: list[ModuleType] = [
     overload,
     accesslog,
     ws,
+    http2,
 ]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in ORDER}
