@@ -150,6 +150,8 @@ pub struct Connection {
     control_bytes: usize,
     reset_by_us: [u32; RECENT_RESETS],
     reset_next: usize,
+    /// Stream id ranges the client skipped (never opened), the last few.
+    skipped: VecDeque<(u32, u32)>,
 }
 
 impl Connection {
@@ -189,6 +191,7 @@ impl Connection {
             control_bytes: 0,
             reset_by_us: [0; RECENT_RESETS],
             reset_next: 0,
+            skipped: VecDeque::new(),
             config,
         }
     }

@@ -17,3 +17,10 @@ pub use conn::{Connection, Event};
 pub use error::ErrorCode;
 pub use request::RequestHead;
 pub use settings::Config;
+
+#[cfg(test)]
+mod conn_tests;
+#[cfg(test)]
+mod frame_tests;
+#[cfg(test)]
+mod testing;
