@@ -24,3 +24,5 @@ mod conn_tests;
 mod frame_tests;
 #[cfg(test)]
 mod testing;
+#[cfg(test)]
+mod flow_tests;
