@@ -262,6 +262,13 @@ impl Connection {
         self.streams.len()
     }
 
+    /// Bytes the core holds from the client's input (an incomplete frame and
+    /// a header block being assembled): what the flood tests bound.
+    #[cfg(test)]
+    pub(crate) fn held_input(&self) -> usize {
+        self.input.len() + self.block.len()
+    }
+
     /// The client's settings, as last announced.
     pub fn peer_settings(&self) -> &PeerSettings {
         &self.peer

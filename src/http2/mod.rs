@@ -26,3 +26,5 @@ mod frame_tests;
 mod testing;
 #[cfg(test)]
 mod flow_tests;
+#[cfg(test)]
+mod flood_tests;
