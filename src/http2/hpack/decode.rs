@@ -106,8 +106,8 @@ impl Decoder {
                 return Err(Error::TableSizeUpdate);
             }
             field_seen = true;
-            // `list_size` only grows: a field emitted is never followed by an
-            // emitted field after the limit was passed.
+            // `list_size` only grows, so once a field is dropped for the limit no
+            // later one is emitted: the callback sees a prefix of the list.
             if first & 0x80 != 0 {
                 // 1xxxxxxx: indexed field.
                 let (index, used) = integer::decode(&block[pos..], 7)?;

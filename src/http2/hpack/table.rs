@@ -136,8 +136,13 @@ impl DynamicTable {
     }
 
     /// Entries newest first.
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        (0..self.len()).filter_map(|i| self.get(i))
+        self.entries.iter().rev().map(|e| {
+            let start = e.start - self.base;
+            let mid = start + e.name_len;
+            (&self.buf[start..mid], &self.buf[mid..mid + e.value_len])
+        })
     }
 
     /// A new maximum size (a size update): evicts until the table fits.
