@@ -52,7 +52,10 @@ fn data_is_framed_by_the_peers_max_frame_size() {
     answering(&mut c, 1);
     c.frames();
     c.conn.send_data(1, &[7; 40_000], false);
-    assert_eq!(data_lens(&c.frames()), [(1, 16_384), (1, 16_384), (1, 7_232)]);
+    assert_eq!(
+        data_lens(&c.frames()),
+        [(1, 16_384), (1, 16_384), (1, 7_232)]
+    );
     // A long header block is split into CONTINUATION frames.
     let get = c.get(3, "/");
     c.send(&get);

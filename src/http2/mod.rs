@@ -21,10 +21,12 @@ pub use settings::Config;
 #[cfg(test)]
 mod conn_tests;
 #[cfg(test)]
-mod frame_tests;
-#[cfg(test)]
-mod testing;
+mod flood_tests;
 #[cfg(test)]
 mod flow_tests;
 #[cfg(test)]
-mod flood_tests;
+mod frame_tests;
+#[cfg(test)]
+mod request_tests;
+#[cfg(test)]
+mod testing;
