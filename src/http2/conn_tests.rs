@@ -231,7 +231,7 @@ fn malformed_requests_are_reset_and_never_surface() {
 
 #[test]
 fn stream_id_rules() {
-    // Even id, then an id going backwards: connection PROTOCOL_ERROR.
+    // Even id, then an id going backwards: connection `PROTOCOL_ERROR`.
     let mut c = client();
     let even = c.get(2, "/");
     c.send(&even);
@@ -243,7 +243,7 @@ fn stream_id_rules() {
     c.send(&three);
     assert_eq!(goaway(&c.frames()).code(), ErrorCode::ProtocolError);
 
-    // A HEADERS on a stream closed normally: connection STREAM_CLOSED.
+    // A HEADERS on a stream closed normally: connection `STREAM_CLOSED`.
     let mut c = client();
     let get = c.get(1, "/");
     c.send(&get);
@@ -479,7 +479,7 @@ fn headers_too_large_surface_for_a_431_and_the_body_is_dropped() {
 
 #[test]
 fn upgraded_connections_start_with_stream_one_half_closed() {
-    // HTTP2-Settings: INITIAL_WINDOW_SIZE = 10.
+    // HTTP2-Settings: `INITIAL_WINDOW_SIZE` = 10.
     let mut conn = Connection::upgraded(&Config::default(), &[0, 4, 0, 0, 0, 10]).unwrap();
     assert_eq!(conn.open_streams(), 1);
     conn.send_headers(1, 200, &[], false);

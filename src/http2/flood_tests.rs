@@ -149,7 +149,7 @@ fn control_frame_floods_are_rate_limited() {
     ];
     for (name, bytes) in &cases {
         let setup = [post.clone()];
-        // An empty HEADERS without END_HEADERS is followed by CONTINUATIONs.
+        // An empty HEADERS without `END_HEADERS` is followed by CONTINUATIONs.
         let bytes = if *name == "empty headers" {
             let mut b = bytes.clone();
             b.extend(frame(kind::CONTINUATION, flag::END_HEADERS, 1, &[]));

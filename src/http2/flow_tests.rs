@@ -51,7 +51,7 @@ fn data_is_framed_by_the_peers_max_frame_size() {
     c.send(&settings(&[(id::MAX_FRAME_SIZE, 16_384)]));
     answering(&mut c, 1);
     c.frames();
-    c.conn.send_data(1, &[7; 40_000], false);
+    c.conn.send_data(1, &vec![7; 40_000], false);
     assert_eq!(
         data_lens(&c.frames()),
         [(1, 16_384), (1, 16_384), (1, 7_232)]
@@ -86,8 +86,8 @@ fn the_connection_window_is_shared_one_frame_per_stream_per_turn() {
     answering(&mut c, 3);
     c.frames();
     // The connection window starts at 65,535: stream 1 takes it all.
-    c.conn.send_data(1, &[1; 100_000], true);
-    c.conn.send_data(3, &[3; 100_000], true);
+    c.conn.send_data(1, &vec![1; 100_000], true);
+    c.conn.send_data(3, &vec![3; 100_000], true);
     let first: usize = data_lens(&c.frames()).iter().map(|(_, n)| n).sum();
     assert_eq!(first, 65_535);
     c.send(&window_update(0, 65_536));
@@ -122,7 +122,7 @@ fn initial_window_changes_apply_to_open_streams_even_below_zero() {
     c.frames();
     c.conn.send_data(1, b"abcdef", true);
     assert_eq!(data_lens(&c.frames()), [(1, 3)]);
-    // 3 -> 2: the window is now -1; a WINDOW_UPDATE of 2 lets one byte out.
+    // 3 -> 2: the window is now -1; a `WINDOW_UPDATE` of 2 lets one byte out.
     c.send(&settings(&[(id::INITIAL_WINDOW_SIZE, 2)]));
     c.send(&window_update(1, 2));
     let out = c.frames();
@@ -173,8 +173,8 @@ fn receive_windows_are_enforced_and_given_back() {
     let mut c = Client::new(&config);
     let h = c.headers(1, &request("/", "POST"), false);
     c.send(&h);
-    c.send(&data(1, &[0; 16_384], false));
-    c.send(&data(1, &[0; 16_384], false));
+    c.send(&data(1, &vec![0; 16_384], false));
+    c.send(&data(1, &vec![0; 16_384], false));
     // Half the connection window arrived: it is given back at once.
     let out = c.frames();
     assert_eq!(out.len(), 1);
@@ -188,11 +188,11 @@ fn receive_windows_are_enforced_and_given_back() {
     assert_eq!((out[0].kind, out[0].stream), (kind::WINDOW_UPDATE, 1));
     assert_eq!(out[0].u32_at(0), 32_768);
     // Over the stream's window: 65,535 - 32,768 + 32,768 = 65,535 left.
-    c.send(&data(1, &[0; 16_384], false));
-    c.send(&data(1, &[0; 16_384], false));
-    c.send(&data(1, &[0; 16_384], false));
-    c.send(&data(1, &[0; 16_384], false));
-    c.send(&data(1, &[0; 16_384], false));
+    c.send(&data(1, &vec![0; 16_384], false));
+    c.send(&data(1, &vec![0; 16_384], false));
+    c.send(&data(1, &vec![0; 16_384], false));
+    c.send(&data(1, &vec![0; 16_384], false));
+    c.send(&data(1, &vec![0; 16_384], false));
     assert_eq!(resets(&c.frames()), [(1, ErrorCode::FlowControlError)]);
 }
 
@@ -207,7 +207,7 @@ fn data_over_the_connection_window_ends_the_connection() {
     let mut c = Client::new(&config);
     let h = c.headers(1, &request("/", "POST"), false);
     c.send(&h);
-    c.send(&data(1, &[0; 70_000], false));
+    c.send(&data(1, &vec![0; 70_000], false));
     assert_eq!(goaway(&c.frames()).code(), ErrorCode::FlowControlError);
 }
 

@@ -27,6 +27,7 @@ fn head_reads_length_type_flags_and_drops_the_reserved_bit() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one table row per frame type
 fn each_frame_type_reads_from_its_bytes() {
     let table: &[(&[u8], Frame<'_>)] = &[
         (
@@ -218,7 +219,7 @@ fn data_and_header_blocks_are_framed_within_the_frame_size() {
     write_header_block(&mut out, 1, b"abc", true, 16_384);
     assert_eq!(out, [0, 0, 3, 1, 5, 0, 0, 0, 1, b'a', b'b', b'c']);
 
-    // Split: HEADERS (no END_HEADERS) then CONTINUATIONs, the last with it.
+    // Split: HEADERS (no `END_HEADERS`) then CONTINUATIONs, the last with it.
     out.clear();
     write_header_block(&mut out, 1, b"abcde", false, 2);
     #[rustfmt::skip]

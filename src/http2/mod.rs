@@ -29,4 +29,6 @@ mod frame_tests;
 #[cfg(test)]
 mod request_tests;
 #[cfg(test)]
+mod split_tests;
+#[cfg(test)]
 mod testing;

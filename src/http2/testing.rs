@@ -23,7 +23,7 @@ impl Out {
         u32::from_be_bytes(self.payload[at..at + 4].try_into().unwrap())
     }
 
-    /// RST_STREAM's or GOAWAY's error code.
+    /// `RST_STREAM`'s or GOAWAY's error code.
     pub fn code(&self) -> ErrorCode {
         let at = if self.kind == kind::GOAWAY { 4 } else { 0 };
         ErrorCode::from_u32(self.u32_at(at))
@@ -110,7 +110,7 @@ impl Client {
         block
     }
 
-    /// A HEADERS frame (END_HEADERS) with these fields.
+    /// A HEADERS frame (`END_HEADERS`) with these fields.
     pub fn headers(&mut self, stream: u32, fields: &[(&str, &str)], end_stream: bool) -> Vec<u8> {
         let block = self.block(fields);
         let flags = flag::END_HEADERS | if end_stream { flag::END_STREAM } else { 0 };
@@ -178,7 +178,7 @@ pub fn goaway(frames: &[Out]) -> &Out {
     found[0]
 }
 
-/// The RST_STREAM frames among these, as (stream, code).
+/// The `RST_STREAM` frames among these, as (stream, code).
 pub fn resets(frames: &[Out]) -> Vec<(u32, ErrorCode)> {
     frames
         .iter()
