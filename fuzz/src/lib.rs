@@ -6,7 +6,7 @@
 #[path = "../../src/http1/mod.rs"]
 pub mod http1;
 
-// HTTP/2's sans-IO modules (HPACK so far).
+// HTTP/2's sans-IO modules (HPACK, frames, the server connection).
 #[path = "../../src/http2/mod.rs"]
 pub mod http2;
 

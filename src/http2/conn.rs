@@ -110,7 +110,7 @@ enum Phase {
 
 /// How many of the streams this side reset are remembered, to ignore what the
 /// client sent on them before it saw the reset.
-const RECENT_RESETS: usize = 16;
+const RECENT_RESETS: usize = 32;
 
 #[allow(clippy::struct_excessive_bools)] // independent facts about the connection's end, each documented
 pub struct Connection {
