@@ -46,6 +46,10 @@
 //! frame each (`send.rs`). Invariant: after any call, either the connection
 //! window is spent or `queue` is empty.
 //!
+//! The code: this file the input side's frame loop and errors,
+//! `conn/headers.rs` header blocks, `conn/recv.rs` the other frames in,
+//! `conn/send.rs` everything the shell sends.
+//!
 //! What the core holds is bounded: the input buffer by one frame, a header
 //! block by the limit above, events by what one `received` call parses, control
 //! output by `max_queued_control_bytes`; body bytes buffered for sending are

@@ -19,6 +19,8 @@ pub use request::RequestHead;
 pub use settings::Config;
 
 #[cfg(test)]
+mod bench_tests;
+#[cfg(test)]
 mod conn_tests;
 #[cfg(test)]
 mod flood_tests;
