@@ -127,13 +127,21 @@ impl Encoder {
             integer::encode(index, 7, 0x80, out);
             return;
         }
-        let (dynamic_full, dynamic_name) = self.find_dynamic(name, value);
+        let indexing = self.indexing(static_name, name, value);
+        // A field we do not index is never in our table whole (the policy depends
+        // on the name, and on a size limit that only a larger table relaxes): if
+        // the static table has its name, there is nothing to look for.
+        let (dynamic_full, dynamic_name) =
+            if indexing == Indexing::Incremental || static_name.is_none() {
+                self.find_dynamic(name, value)
+            } else {
+                (None, None)
+            };
         if let Some(i) = dynamic_full {
             integer::encode(DYNAMIC_START + i, 7, 0x80, out);
             return;
         }
         let name_index = static_name.or(dynamic_name.map(|i| DYNAMIC_START + i));
-        let indexing = self.indexing(name, value);
         let (prefix, flags) = match indexing {
             Indexing::Incremental => (6, 0x40),
             Indexing::Without => (4, 0x00),
@@ -151,18 +159,24 @@ impl Encoder {
         }
     }
 
-    /// The policy of the module's doc comment.
-    fn indexing(&self, name: &[u8], value: &[u8]) -> Indexing {
-        match name {
-            b"set-cookie" | b"cookie" | b"authorization" | b"proxy-authorization" => {
-                Indexing::Never
-            }
-            b"content-length" | b"x-request-id" | b"etag" | b"last-modified" | b"age"
-            | b"content-range" | b"location" | b":path" | b"traceparent" => Indexing::Without,
-            _ if (name.len() + value.len() + ENTRY_OVERHEAD) * 4 > self.table.max_size() => {
-                Indexing::Without
-            }
-            _ => Indexing::Incremental,
+    /// The policy of the module's doc comment; a static name's by its index, so
+    /// most fields cost no string comparison here.
+    fn indexing(&self, static_name: Option<usize>, name: &[u8], value: &[u8]) -> Indexing {
+        let by_name = match static_name {
+            // authorization, cookie, proxy-authorization, set-cookie.
+            Some(23 | 32 | 49 | 55) => return Indexing::Never,
+            // :path, age, content-length, content-range, etag, last-modified, location.
+            Some(4 | 21 | 28 | 30 | 34 | 44 | 46) => Indexing::Without,
+            Some(_) => Indexing::Incremental,
+            None => match name {
+                b"x-request-id" | b"traceparent" => Indexing::Without,
+                _ => Indexing::Incremental,
+            },
+        };
+        if (name.len() + value.len() + ENTRY_OVERHEAD) * 4 > self.table.max_size() {
+            Indexing::Without
+        } else {
+            by_name
         }
     }
 
@@ -247,5 +261,20 @@ fn find_static(name: &[u8], value: &[u8]) -> (Option<usize>, Option<usize>) {
             return (Some(index), full);
         }
         slot = (slot + 1) % SLOTS;
+    }
+}
+
+#[cfg(test)]
+pub mod tests_support {
+    use super::{find_static, Encoder, Indexing};
+
+    /// The policy for a short value of field `name` on a fresh encoder.
+    pub fn policy_of(name: &str) -> &'static str {
+        let name = name.as_bytes();
+        match Encoder::new().indexing(find_static(name, b"v").0, name, b"v") {
+            Indexing::Incremental => "incremental",
+            Indexing::Without => "without",
+            Indexing::Never => "never",
+        }
     }
 }
