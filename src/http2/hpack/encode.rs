@@ -103,6 +103,7 @@ impl Encoder {
     /// `:status`: one byte for the static ones (200, 204, 206, 304, 400, 404, 500);
     /// others literal, indexed so that a repeated one becomes one byte.
     pub fn encode_status(&mut self, status: u16, out: &mut Vec<u8>) {
+        debug_assert!(self.pending.is_none(), "begin_block was not called");
         let index = match status {
             200 => 8,
             204 => 9,
@@ -122,6 +123,8 @@ impl Encoder {
 
     /// One field; `name` is lowercase (the caller guarantees it).
     pub fn encode(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        // A size update left unsent would put the peer's table out of step with ours.
+        debug_assert!(self.pending.is_none(), "begin_block was not called");
         let (static_name, static_full) = find_static(name, value);
         if let Some(index) = static_full {
             integer::encode(index, 7, 0x80, out);
