@@ -1,8 +1,8 @@
 //! The HPACK encoder: our fields out, with a fixed indexing policy.
 //!
 //! For each field, in order of preference:
-//! 1. the whole field is in a table: one indexed field (one byte for the static
-//!    `:status` values and the first 62 dynamic entries);
+//! 1. the whole field is in a table: one indexed field (one byte for indices below
+//!    127: the static table and the 65 newest dynamic entries);
 //! 2. otherwise a literal, its name by index when a table has it, written
 //!    - with incremental indexing when the field is likely to repeat on this
 //!      connection (`server`, `content-type`, `date` (it changes once a second, and
@@ -131,9 +131,9 @@ impl Encoder {
             return;
         }
         let indexing = self.indexing(static_name, name, value);
-        // A field we do not index is never in our table whole (the policy depends
-        // on the name, and on a size limit that only a larger table relaxes): if
-        // the static table has its name, there is nothing to look for.
+        // A field we do not index is not in our table whole, but for one indexed
+        // before the table shrank under it (then sending it literally is merely
+        // longer): if the static table has its name, there is nothing to look for.
         let (dynamic_full, dynamic_name) =
             if indexing == Indexing::Incremental || static_name.is_none() {
                 self.find_dynamic(name, value)
