@@ -34,7 +34,8 @@ enum Name {
 
 impl Decoder {
     /// `max_table_size`: our `SETTINGS_HEADER_TABLE_SIZE`, the most the peer's encoder
-    /// may use.
+    /// may use. Until the peer acknowledges our SETTINGS it may assume the default,
+    /// 4,096: start with that and lower it with `set_max_table_size` on the ACK.
     pub fn new(max_table_size: usize) -> Self {
         Self {
             table: DynamicTable::new(max_table_size),

@@ -416,13 +416,19 @@ fn encode_response(e: &mut Encoder, out: &mut Vec<u8>) {
     }
 }
 
-/// The mean time of `f` over `n` runs.
+/// The mean time of `f` over `n` runs, the best of five such rounds (the machine is
+/// shared: the best round is the one least disturbed).
 fn time(n: u32, mut f: impl FnMut()) -> Duration {
-    let start = Instant::now();
-    for _ in 0..n {
-        f();
-    }
-    start.elapsed() / n
+    (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..n {
+                f();
+            }
+            start.elapsed() / n
+        })
+        .min()
+        .unwrap_or_default()
 }
 
 /// Nanoseconds per block: decoding h2load's request (the first on a connection, and
@@ -431,7 +437,7 @@ fn time(n: u32, mut f: impl FnMut()) -> Duration {
 #[test]
 #[ignore = "a benchmark: run it in release"]
 fn bench_typical_blocks() {
-    const N: u32 = 1_000_000;
+    const N: u32 = 300_000;
     let mut encoder = Encoder::new();
     let mut first = Vec::new();
     encoder.begin_block(&mut first);
@@ -482,4 +488,41 @@ fn bench_typical_blocks() {
         out.len()
     );
     assert!(count > 0);
+}
+
+/// The policy's static indices name the fields they mean.
+#[test]
+fn policy_indices_name_their_fields() {
+    use super::encode::tests_support::policy_of;
+    for name in [
+        "authorization",
+        "cookie",
+        "proxy-authorization",
+        "set-cookie",
+    ] {
+        assert_eq!(policy_of(name), "never", "{name}");
+    }
+    for name in [
+        ":path",
+        "age",
+        "content-length",
+        "content-range",
+        "etag",
+        "last-modified",
+        "location",
+        "x-request-id",
+        "traceparent",
+    ] {
+        assert_eq!(policy_of(name), "without", "{name}");
+    }
+    for name in [
+        "date",
+        "server",
+        "content-type",
+        "vary",
+        ":status",
+        "x-custom",
+    ] {
+        assert_eq!(policy_of(name), "incremental", "{name}");
+    }
 }
