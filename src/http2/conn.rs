@@ -96,7 +96,8 @@ pub enum Event {
     /// client error); the shell drops what it keeps for it.
     Reset { stream: u32, code: ErrorCode },
     /// The stream's buffered body fell back to `Config::send_low_water` after
-    /// going over it: the shell resumes its producer.
+    /// going over it: the shell resumes its producer. (So the shell's pause
+    /// mark on `buffered` must be at or above `send_low_water`.)
     Writable { stream: u32 },
     /// The client sent GOAWAY: it opens no more streams.
     GoAway { last_stream: u32, code: ErrorCode },
