@@ -114,7 +114,7 @@ py-versions: py-versions-prepare
 # RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its flags, and with no `unsafe` code in the
 # crate no sanitizer is needed (-s none). A crash leaves its input in fuzz/artifacts.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := parse_head chunked connection
+FUZZ_TARGETS := parse_head chunked connection hpack h2_connection
 CARGO_FUZZ_VERSION := 0.13.2
 # cargo-fuzz and the fuzz targets built (.ci/run starts this in the background too;
 # cargo's own locks make a second build wait for the first).

@@ -6,6 +6,10 @@
 #[path = "../../src/http1/mod.rs"]
 pub mod http1;
 
+// HTTP/2's sans-IO modules (HPACK, frames, the server connection).
+#[path = "../../src/http2/mod.rs"]
+pub mod http2;
+
 // The connection core (no PyO3 in it) and what it uses, with its test shell
 // (`conn::drive`, compiled under cargo-fuzz's `--cfg fuzzing`).
 #[path = "../../src/conn/mod.rs"]

@@ -46,12 +46,17 @@
 //! frame each (`send.rs`). Invariant: after any call, either the connection
 //! window is spent or `queue` is empty.
 //!
+//! The code: this file the input side's frame loop and errors,
+//! `conn/headers.rs` header blocks, `conn/recv.rs` the other frames in,
+//! `conn/send.rs` everything the shell sends.
+//!
 //! What the core holds is bounded: the input buffer by one frame, a header
 //! block by the limit above, events by what one `received` call parses, control
 //! output by `max_queued_control_bytes`; body bytes buffered for sending are
 //! the shell's to bound (`buffered`, `Event::Writable`).
 
 mod headers;
+mod recv;
 mod send;
 
 use std::collections::VecDeque;
@@ -61,10 +66,10 @@ use rustc_hash::FxHashMap;
 
 use super::error::{ErrorCode, H2Error};
 use super::flood::Flood;
-use super::frame::{self, flag, kind, Frame, Head, HEADER_LEN, MAX_WINDOW, PREFACE};
+use super::frame::{self, flag, kind, Frame, Head, HEADER_LEN, PREFACE};
 use super::hpack::{Decoder, Encoder};
 use super::request::RequestHead;
-use super::settings::{self, Config, PeerSettings, DEFAULT_WINDOW};
+use super::settings::{Config, PeerSettings, DEFAULT_WINDOW};
 use super::stream::{Fields, Stream};
 use headers::PendingBlock;
 
@@ -91,7 +96,8 @@ pub enum Event {
     /// client error); the shell drops what it keeps for it.
     Reset { stream: u32, code: ErrorCode },
     /// The stream's buffered body fell back to `Config::send_low_water` after
-    /// going over it: the shell resumes its producer.
+    /// going over it: the shell resumes its producer. (So the shell's pause
+    /// mark on `buffered` must be at or above `send_low_water`.)
     Writable { stream: u32 },
     /// The client sent GOAWAY: it opens no more streams.
     GoAway { last_stream: u32, code: ErrorCode },
@@ -110,7 +116,7 @@ enum Phase {
 
 /// How many of the streams this side reset are remembered, to ignore what the
 /// client sent on them before it saw the reset.
-const RECENT_RESETS: usize = 16;
+const RECENT_RESETS: usize = 32;
 
 #[allow(clippy::struct_excessive_bools)] // independent facts about the connection's end, each documented
 pub struct Connection {
@@ -150,6 +156,8 @@ pub struct Connection {
     control_bytes: usize,
     reset_by_us: [u32; RECENT_RESETS],
     reset_next: usize,
+    /// Stream id ranges the client skipped (never opened), the last few.
+    skipped: VecDeque<(u32, u32)>,
 }
 
 impl Connection {
@@ -189,6 +197,7 @@ impl Connection {
             control_bytes: 0,
             reset_by_us: [0; RECENT_RESETS],
             reset_next: 0,
+            skipped: VecDeque::new(),
             config,
         }
     }
@@ -257,6 +266,13 @@ impl Connection {
     /// Streams open or half-closed (what `SETTINGS_MAX_CONCURRENT_STREAMS` counts).
     pub fn open_streams(&self) -> usize {
         self.streams.len()
+    }
+
+    /// Bytes the core holds from the client's input (an incomplete frame and
+    /// a header block being assembled): what the flood tests bound.
+    #[cfg(test)]
+    pub(crate) fn held_input(&self) -> usize {
+        self.input.len() + self.block.len()
     }
 
     /// The client's settings, as last announced.
@@ -361,150 +377,6 @@ impl Connection {
             Frame::WindowUpdate { stream, increment } => self.on_window_update(stream, increment),
             Frame::Unknown => self.control(),
         }
-    }
-
-    fn on_data(
-        &mut self,
-        id: u32,
-        data: &[u8],
-        end_stream: bool,
-        flow_len: u32,
-    ) -> Result<(), H2Error> {
-        if id > self.last_stream {
-            return Err(H2Error::protocol());
-        }
-        if data.is_empty() && !end_stream {
-            self.control()?;
-        }
-        // The connection window counts every DATA frame, whatever its stream.
-        let len = i64::from(flow_len);
-        if len > self.recv_window {
-            return Err(H2Error::Connection(ErrorCode::FlowControlError));
-        }
-        self.recv_window -= len;
-        self.recv_unannounced += flow_len;
-        if self.recv_unannounced >= self.config.connection_window / 2 {
-            frame::write_window_update(&mut self.out, 0, self.recv_unannounced);
-            self.recv_window += i64::from(self.recv_unannounced);
-            self.recv_unannounced = 0;
-        }
-        let Some(s) = self.streams.get_mut(&id) else {
-            if self.was_reset_by_us(id) {
-                return Ok(());
-            }
-            return Err(H2Error::Stream(id, ErrorCode::StreamClosed));
-        };
-        if s.recv_closed {
-            return Err(H2Error::Stream(id, ErrorCode::StreamClosed));
-        }
-        if len > s.recv_window {
-            return Err(H2Error::Stream(id, ErrorCode::FlowControlError));
-        }
-        s.recv_window -= len;
-        s.received += data.len() as u64;
-        if let Some(expected) = s.content_length {
-            if s.received > expected || (end_stream && s.received != expected) {
-                return Err(H2Error::Stream(id, ErrorCode::ProtocolError));
-            }
-        }
-        // Padding (and a discarded body) is never consumed by the app: credit it now.
-        let credit = if s.discard {
-            flow_len
-        } else {
-            flow_len - u32::try_from(data.len()).unwrap_or(flow_len)
-        };
-        s.recv_closed = end_stream;
-        if !s.discard {
-            self.events.push_back(Event::Data {
-                stream: id,
-                data: data.to_vec(),
-                end_stream,
-            });
-        }
-        if s.is_closed() {
-            self.streams.remove(&id);
-        } else if credit > 0 {
-            self.consumed(id, credit as usize);
-        }
-        Ok(())
-    }
-
-    fn on_rst_stream(&mut self, id: u32, code: ErrorCode) -> Result<(), H2Error> {
-        if id > self.last_stream {
-            return Err(H2Error::protocol());
-        }
-        if self.streams.remove(&id).is_some() {
-            self.events.push_back(Event::Reset { stream: id, code });
-            if self.flood.reset() {
-                return Err(H2Error::Connection(ErrorCode::EnhanceYourCalm));
-            }
-        }
-        Ok(())
-    }
-
-    fn on_settings(&mut self, ack: bool, payload: &[u8]) -> Result<(), H2Error> {
-        if ack {
-            self.settings_acked = true;
-            return Ok(());
-        }
-        self.control()?;
-        self.apply_settings(payload)?;
-        let before = self.out.len();
-        frame::write_settings_ack(&mut self.out);
-        self.control_written(before)?;
-        // A larger window may let buffered data out.
-        self.schedule_all();
-        self.flush();
-        Ok(())
-    }
-
-    fn apply_settings(&mut self, payload: &[u8]) -> Result<(), H2Error> {
-        for (id, value) in settings::pairs(payload) {
-            let delta = self.peer.apply(id, value)?;
-            if id == settings::id::HEADER_TABLE_SIZE {
-                self.encoder.set_peer_max_table_size(value as usize);
-            }
-            if delta != 0 {
-                for s in self.streams.values_mut() {
-                    if !s.grow_send_window(delta) {
-                        return Err(H2Error::Connection(ErrorCode::FlowControlError));
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn on_window_update(&mut self, id: u32, increment: u32) -> Result<(), H2Error> {
-        if id == 0 {
-            if increment == 0 {
-                return Err(H2Error::protocol());
-            }
-            self.send_window += i64::from(increment);
-            if self.send_window > i64::from(MAX_WINDOW) {
-                return Err(H2Error::Connection(ErrorCode::FlowControlError));
-            }
-            self.flush();
-            return Ok(());
-        }
-        if id > self.last_stream {
-            return Err(H2Error::protocol());
-        }
-        let Some(s) = self.streams.get_mut(&id) else {
-            return Ok(());
-        };
-        if increment == 0 {
-            return Err(H2Error::Stream(id, ErrorCode::ProtocolError));
-        }
-        if !s.grow_send_window(i64::from(increment)) {
-            return Err(H2Error::Stream(id, ErrorCode::FlowControlError));
-        }
-        if s.has_output() && s.send_window > 0 && !s.queued {
-            s.queued = true;
-            self.queue.push_back(id);
-        }
-        self.flush();
-        Ok(())
     }
 
     /// The receive window a new stream starts with: until the client

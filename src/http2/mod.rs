@@ -15,9 +15,26 @@ pub mod hpack;
 pub mod request;
 pub mod settings;
 pub mod stream;
+pub mod upgrade;
 
 pub use conn::{Connection, Event};
 pub use error::ErrorCode;
 pub use request::RequestHead;
 pub use settings::Config;
-pub mod upgrade;
+
+#[cfg(test)]
+mod bench_tests;
+#[cfg(test)]
+mod conn_tests;
+#[cfg(test)]
+mod flood_tests;
+#[cfg(test)]
+mod flow_tests;
+#[cfg(test)]
+mod frame_tests;
+#[cfg(test)]
+mod request_tests;
+#[cfg(test)]
+mod split_tests;
+#[cfg(test)]
+mod testing;

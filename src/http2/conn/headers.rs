@@ -8,6 +8,9 @@ use crate::http2::hpack;
 use crate::http2::request::{RequestBuilder, TrailersBuilder};
 use crate::http2::stream::Stream;
 
+/// How many ranges of skipped stream ids are remembered.
+const SKIPPED_RANGES: usize = 8;
+
 /// What a header block being received will be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum BlockKind {
@@ -49,11 +52,20 @@ impl Connection {
                 BlockKind::Trailers
             }
         } else if id <= self.last_stream {
+            if self
+                .skipped
+                .iter()
+                .any(|&(low, high)| (low..=high).contains(&id))
+            {
+                // Never opened: a stream id going backwards (section 5.1.1).
+                return Err(H2Error::protocol());
+            }
             if !self.was_reset_by_us(id) {
                 return Err(H2Error::Connection(ErrorCode::StreamClosed));
             }
             BlockKind::Ignore
         } else {
+            self.note_skipped(id);
             self.last_stream = id;
             if self.goaway_sent {
                 BlockKind::Ignore
@@ -197,6 +209,22 @@ impl Connection {
                 Err(H2Error::Stream(id, code))
             }
             BlockKind::Ignore => self.discard_block(block),
+        }
+    }
+
+    /// Remembers the ids a new stream id jumped over (the last few ranges), to
+    /// tell a stream id going backwards from a HEADERS on a closed stream.
+    fn note_skipped(&mut self, id: u32) {
+        let next = if self.last_stream == 0 {
+            1
+        } else {
+            self.last_stream + 2
+        };
+        if id > next {
+            if self.skipped.len() == SKIPPED_RANGES {
+                self.skipped.pop_front();
+            }
+            self.skipped.push_back((next, id - 2));
         }
     }
 

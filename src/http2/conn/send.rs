@@ -157,7 +157,6 @@ impl Connection {
         }
         if code != ErrorCode::NoError {
             self.fail_connection(code);
-            self.events.clear();
             return;
         }
         frame::write_goaway(&mut self.out, self.last_accepted, code);

@@ -34,7 +34,8 @@ enum Name {
 
 impl Decoder {
     /// `max_table_size`: our `SETTINGS_HEADER_TABLE_SIZE`, the most the peer's encoder
-    /// may use.
+    /// may use. Until the peer acknowledges our SETTINGS it may assume the default,
+    /// 4,096: start with that and lower it with `set_max_table_size` on the ACK.
     pub fn new(max_table_size: usize) -> Self {
         Self {
             table: DynamicTable::new(max_table_size),
@@ -106,8 +107,8 @@ impl Decoder {
                 return Err(Error::TableSizeUpdate);
             }
             field_seen = true;
-            // `list_size` only grows: a field emitted is never followed by an
-            // emitted field after the limit was passed.
+            // `list_size` only grows, so once a field is dropped for the limit no
+            // later one is emitted: the callback sees a prefix of the list.
             if first & 0x80 != 0 {
                 // 1xxxxxxx: indexed field.
                 let (index, used) = integer::decode(&block[pos..], 7)?;

@@ -1,8 +1,8 @@
 //! The HPACK encoder: our fields out, with a fixed indexing policy.
 //!
 //! For each field, in order of preference:
-//! 1. the whole field is in a table: one indexed field (one byte for the static
-//!    `:status` values and the first 62 dynamic entries);
+//! 1. the whole field is in a table: one indexed field (one byte for indices below
+//!    127: the static table and the 65 newest dynamic entries);
 //! 2. otherwise a literal, its name by index when a table has it, written
 //!    - with incremental indexing when the field is likely to repeat on this
 //!      connection (`server`, `content-type`, `date` (it changes once a second, and
@@ -103,6 +103,7 @@ impl Encoder {
     /// `:status`: one byte for the static ones (200, 204, 206, 304, 400, 404, 500);
     /// others literal, indexed so that a repeated one becomes one byte.
     pub fn encode_status(&mut self, status: u16, out: &mut Vec<u8>) {
+        debug_assert!(self.pending.is_none(), "begin_block was not called");
         let index = match status {
             200 => 8,
             204 => 9,
@@ -122,18 +123,28 @@ impl Encoder {
 
     /// One field; `name` is lowercase (the caller guarantees it).
     pub fn encode(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        // A size update left unsent would put the peer's table out of step with ours.
+        debug_assert!(self.pending.is_none(), "begin_block was not called");
         let (static_name, static_full) = find_static(name, value);
         if let Some(index) = static_full {
             integer::encode(index, 7, 0x80, out);
             return;
         }
-        let (dynamic_full, dynamic_name) = self.find_dynamic(name, value);
+        let indexing = self.indexing(static_name, name, value);
+        // A field we do not index is not in our table whole, but for one indexed
+        // before the table shrank under it (then sending it literally is merely
+        // longer): if the static table has its name, there is nothing to look for.
+        let (dynamic_full, dynamic_name) =
+            if indexing == Indexing::Incremental || static_name.is_none() {
+                self.find_dynamic(name, value)
+            } else {
+                (None, None)
+            };
         if let Some(i) = dynamic_full {
             integer::encode(DYNAMIC_START + i, 7, 0x80, out);
             return;
         }
         let name_index = static_name.or(dynamic_name.map(|i| DYNAMIC_START + i));
-        let indexing = self.indexing(name, value);
         let (prefix, flags) = match indexing {
             Indexing::Incremental => (6, 0x40),
             Indexing::Without => (4, 0x00),
@@ -151,18 +162,24 @@ impl Encoder {
         }
     }
 
-    /// The policy of the module's doc comment.
-    fn indexing(&self, name: &[u8], value: &[u8]) -> Indexing {
-        match name {
-            b"set-cookie" | b"cookie" | b"authorization" | b"proxy-authorization" => {
-                Indexing::Never
-            }
-            b"content-length" | b"x-request-id" | b"etag" | b"last-modified" | b"age"
-            | b"content-range" | b"location" | b":path" | b"traceparent" => Indexing::Without,
-            _ if (name.len() + value.len() + ENTRY_OVERHEAD) * 4 > self.table.max_size() => {
-                Indexing::Without
-            }
-            _ => Indexing::Incremental,
+    /// The policy of the module's doc comment; a static name's by its index, so
+    /// most fields cost no string comparison here.
+    fn indexing(&self, static_name: Option<usize>, name: &[u8], value: &[u8]) -> Indexing {
+        let by_name = match static_name {
+            // authorization, cookie, proxy-authorization, set-cookie.
+            Some(23 | 32 | 49 | 55) => return Indexing::Never,
+            // :path, age, content-length, content-range, etag, last-modified, location.
+            Some(4 | 21 | 28 | 30 | 34 | 44 | 46) => Indexing::Without,
+            Some(_) => Indexing::Incremental,
+            None => match name {
+                b"x-request-id" | b"traceparent" => Indexing::Without,
+                _ => Indexing::Incremental,
+            },
+        };
+        if (name.len() + value.len() + ENTRY_OVERHEAD) * 4 > self.table.max_size() {
+            Indexing::Without
+        } else {
+            by_name
         }
     }
 
@@ -247,5 +264,20 @@ fn find_static(name: &[u8], value: &[u8]) -> (Option<usize>, Option<usize>) {
             return (Some(index), full);
         }
         slot = (slot + 1) % SLOTS;
+    }
+}
+
+#[cfg(test)]
+pub mod tests_support {
+    use super::{find_static, Encoder, Indexing};
+
+    /// The policy for a short value of field `name` on a fresh encoder.
+    pub fn policy_of(name: &str) -> &'static str {
+        let name = name.as_bytes();
+        match Encoder::new().indexing(find_static(name, b"v").0, name, b"v") {
+            Indexing::Incremental => "incremental",
+            Indexing::Without => "without",
+            Indexing::Never => "never",
+        }
     }
 }

@@ -120,26 +120,32 @@ const fn build_decoder() -> [[Step; 16]; 256] {
 
 /// Decodes `src` into `dst` (cleared first). Fails on EOS, on padding longer than
 /// seven bits and on padding that is not all ones.
+///
+/// The loop has no data-dependent branch: each nibble's symbol is written to the
+/// next free byte whether or not it completes one (the count advances only if it
+/// does), and a failure is remembered and reported at the end (the steps after it
+/// decode garbage that is then thrown away).
 pub fn decode(src: &[u8], dst: &mut Vec<u8>) -> Result<(), Error> {
     dst.clear();
-    // No code is shorter than five bits: at most 8/5 symbols per byte.
-    dst.reserve(src.len() * 8 / 5 + 1);
+    // Room for one byte per nibble, more than the 8/5 symbols per byte that codes
+    // of five bits or more can give.
+    dst.resize(src.len() * 2, 0);
+    let mut len = 0;
     let mut state = 0usize;
-    let mut accept = true;
+    let mut flags = ACCEPT;
+    let mut failed = 0;
     for &byte in src {
         for nibble in [byte >> 4, byte & 0x0f] {
             let step = DECODE[state][usize::from(nibble)];
-            if step.flags & FAIL != 0 {
-                return Err(Error::Huffman);
-            }
-            if step.flags & EMIT != 0 {
-                dst.push(step.sym);
-            }
+            dst[len] = step.sym;
+            len += usize::from(step.flags & EMIT);
+            failed |= step.flags;
             state = usize::from(step.next);
-            accept = step.flags & ACCEPT != 0;
+            flags = step.flags;
         }
     }
-    if accept {
+    dst.truncate(len);
+    if failed & FAIL == 0 && flags & ACCEPT != 0 {
         Ok(())
     } else {
         Err(Error::Huffman)

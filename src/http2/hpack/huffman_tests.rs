@@ -92,3 +92,24 @@ fn eos_and_padding_are_refused() {
     // only when it spills: 'a' 'a' ... ; a full extra byte is refused.
     assert_eq!(decode(&[0x07, 0xff], &mut out), Err(Error::Huffman));
 }
+
+/// Nanoseconds to decode a 21-byte user-agent, best of five rounds.
+/// `cargo test --release --lib huffman -- --ignored --nocapture`
+#[test]
+#[ignore = "a benchmark: run it in release"]
+fn bench_decode() {
+    let mut coded = Vec::new();
+    encode(b"h2load nghttp2/1.52.0", &mut coded);
+    let mut out = Vec::new();
+    let best = (0..5)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            for _ in 0..1_000_000 {
+                decode(std::hint::black_box(&coded), &mut out).unwrap();
+            }
+            start.elapsed() / 1_000_000
+        })
+        .min()
+        .unwrap();
+    println!("huffman decode, {} bytes: {best:?}", coded.len());
+}

@@ -1,6 +1,7 @@
 //! The examples of RFC 7541 Appendix C, decoded: the fields, then the dynamic table
-//! (entries newest first, and its size) after each block. Also C.1's integers, and
-//! the encoder reproducing C.3's first request byte for byte.
+//! (entries newest first, and its size) after each block. Also C.1's integers, the
+//! encoder reproducing C.4's first request byte for byte, and blocks from another
+//! implementation (python-hpack) decoded.
 
 use super::tests::{decode_all, hex, Fields};
 use super::{integer, Decoder, Encoder};
@@ -223,4 +224,32 @@ fn encoder_reproduces_c4_1() {
         e.encode(n.as_bytes(), v.as_bytes(), &mut out);
     }
     assert_eq!(out, hex("8286 84be"));
+}
+
+/// Blocks from an independent encoder, python-hpack (written by
+/// `scripts/hpack_python_blocks.py`): Huffman on and off, never-indexed fields,
+/// table size updates, arbitrary bytes in values; decoded in sequence on one
+/// decoder, each gives back the fields it was made from.
+#[test]
+fn python_hpack_blocks_decode() {
+    let doc: serde_json::Value =
+        serde_json::from_str(include_str!("testdata/python_hpack.json")).expect("JSON");
+    let unhex = |v: &serde_json::Value| hex(v.as_str().expect("a hex string"));
+    let blocks = doc["blocks"].as_array().expect("blocks");
+    let mut d = Decoder::new(4096);
+    let mut updates = 0;
+    for (i, b) in blocks.iter().enumerate() {
+        let block = unhex(&b["block"]);
+        updates += usize::from(block.first().is_some_and(|&x| x & 0xe0 == 0x20));
+        let want: Fields = b["fields"]
+            .as_array()
+            .expect("fields")
+            .iter()
+            .map(|f| (unhex(&f[0]), unhex(&f[1])))
+            .collect();
+        assert_eq!(decode_all(&mut d, &block), Ok(want), "block {i}");
+    }
+    assert_eq!(blocks.len(), 150);
+    // The file does exercise size updates (and so evictions on both sides).
+    assert!(updates >= 5, "{updates}");
 }

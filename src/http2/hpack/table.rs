@@ -16,6 +16,10 @@ use std::collections::VecDeque;
 /// RFC 7541 4.1: each entry counts its name and value lengths plus 32.
 pub const ENTRY_OVERHEAD: usize = 32;
 
+/// The first allocation of a table's byte buffer: a typical request's or response's
+/// indexed fields.
+const INITIAL_BYTES: usize = 512;
+
 /// The static table, index 1 first.
 pub const STATIC: [(&[u8], &[u8]); 61] = [
     (b":authority", b""),
@@ -136,8 +140,13 @@ impl DynamicTable {
     }
 
     /// Entries newest first.
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        (0..self.len()).filter_map(|i| self.get(i))
+        self.entries.iter().rev().map(|e| {
+            let start = e.start - self.base;
+            let mid = start + e.name_len;
+            (&self.buf[start..mid], &self.buf[mid..mid + e.value_len])
+        })
     }
 
     /// A new maximum size (a size update): evicts until the table fits.
@@ -192,6 +201,12 @@ impl DynamicTable {
             None => {
                 self.base += self.buf.len();
                 self.buf.clear();
+                if self.buf.capacity() == 0 {
+                    // The first entry: room for a few at once rather than a
+                    // reallocation per entry while the buffer is small.
+                    self.buf.reserve(INITIAL_BYTES.min(self.max_size));
+                    self.entries.reserve(INITIAL_BYTES / 64);
+                }
             }
             Some(e) => {
                 let dead = e.start - self.base;
