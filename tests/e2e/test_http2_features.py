@@ -18,7 +18,9 @@ from pathlib import Path
 
 import h2.config
 import h2.connection
+import h2.errors
 import h2.events
+import h2.exceptions
 import h2.settings
 import hpack
 import httpx
@@ -58,6 +60,7 @@ class H2:
         self.conn.initiate_connection()
         self.conn.increment_flow_control_window(1 << 24)  # the connection's window: large files
         self.events: list[h2.events.Event] = []
+        self.settings_seen = False
         self.flush()
 
     def flush(self) -> None:
@@ -93,6 +96,7 @@ class H2:
         for event in self.conn.receive_data(data):
             if isinstance(event, h2.events.DataReceived):
                 self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            self.settings_seen |= isinstance(event, h2.events.RemoteSettingsChanged)
             self.events.append(event)
         self.flush()
 
@@ -520,14 +524,17 @@ def wire() -> Iterator[Callable[[int], Wire]]:
         client.sock.close()
 
 
+NATIVE = "tests.e2e.apps.h2_features:app"
+
+
 @pytest.fixture
 def process() -> Iterator[Callable[..., Proc]]:
-    """``process(*args)``: ``veter run`` of the native app of apps/h2_features.py with
-    one worker, ready; what is left of it is killed afterwards."""
+    """``process(target, *args)``: ``veter run target`` with one worker, ready; what
+    is left of it is killed afterwards."""
     procs: list[Proc] = []
 
-    def start(*args: str) -> Proc:
-        procs.append(Proc(["run", "tests.e2e.apps.h2_features:app", "--port", "0", "--workers", "1", *args]))
+    def start(target: str, *args: str) -> Proc:
+        procs.append(Proc(["run", target, "--port", "0", "--workers", "1", "--access-log", "off", *args]))
         procs[-1].wait_ready()
         wait_workers_ready(procs[-1], 1)
         return procs[-1]
@@ -542,7 +549,7 @@ def process() -> Iterator[Callable[..., Proc]]:
 def test_sigterm_sends_goaway_and_answers_the_stream_in_flight(
     process: Callable[..., Proc], wire: Callable[[int], Wire], tmp_path: Path
 ) -> None:
-    proc = process("--access-log", "off")
+    proc = process(NATIVE)
     assert proc.port is not None
     mark, release = tmp_path / "running", tmp_path / "release"
     client = wire(proc.port)
@@ -573,7 +580,7 @@ def test_sigterm_sends_goaway_and_answers_the_stream_in_flight(
 def test_streams_are_served_through_the_drain_delay(
     process: Callable[..., Proc], wire: Callable[[int], Wire]
 ) -> None:
-    proc = process("--access-log", "off", "--drain-delay", "1.5")
+    proc = process(NATIVE, "--drain-delay", "1.5")
     assert proc.port is not None
     kept = wire(proc.port)
     assert kept.answer(kept.request("/")) == (200, b"hello")
@@ -597,3 +604,176 @@ def test_streams_are_served_through_the_drain_delay(
     assert time.monotonic() - began < 1.5, "the checks ran inside the delay"
     assert proc.proc.wait(30) == 0
     assert time.monotonic() - began >= 1.5
+
+
+# WebSockets over HTTP/2 (RFC 8441)
+
+TEXT, BINARY, CLOSE, PING, PONG = 0x1, 0x2, 0x8, 0x9, 0xA
+
+REFUSED = (
+    "an extended CONNECT is answered 400 'a WebSocket handshake needs HTTP/1.1': "
+    "python/veter/websockets.py handshake_problem wants request.http_version '1.1', an h2 stream's is '2'"
+)
+NOT_TOLD = (
+    "the protocol that took a stream's StreamTransport over (a WebSocket) is never told it is lost: "
+    "src/protocol/h2/session.rs stream_closed, lose and connection_lost call link.conn.connection_lost, "
+    "not transport.protocol's, so the handler never sees the stream reset or the connection gone, and "
+    "after a close handshake its task waits for the transport's end until the server stops"
+)
+
+
+def ws_frame(opcode: int, payload: bytes) -> bytes:
+    """A client's frame: final, masked (RFC 6455 5.2)."""
+    size = len(payload)
+    if size < 126:
+        length = bytes([0x80 | size])
+    elif size < 1 << 16:
+        length = bytes([0x80 | 126]) + size.to_bytes(2, "big")
+    else:
+        length = bytes([0x80 | 127]) + size.to_bytes(8, "big")
+    mask = os.urandom(4)
+    return bytes([0x80 | opcode]) + length + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+class WebSocketStream:
+    """A WebSocket on a stream of ``client`` opened by extended CONNECT."""
+
+    def __init__(self, client: H2, path: str, headers: Fields | None = None) -> None:
+        while not client.settings_seen:
+            client.pump()
+        assert client.conn.remote_settings.enable_connect_protocol == 1
+        self.client, self.stream, self.buffer = client, client.conn.get_next_available_stream_id(), b""
+        fields = [(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http"), (":path", path),
+                  (":authority", "test"), ("sec-websocket-version", "13"), *(headers or {}).items()]  # fmt: skip
+        client.conn.send_headers(self.stream, fields)
+        client.flush()
+        self.status, self.fields = client.head(self.stream)
+
+    def send(self, opcode: int, payload: bytes) -> None:
+        frame = ws_frame(opcode, payload)
+        for at in range(0, len(frame), 16384):  # the largest HTTP/2 frame by default
+            self.client.conn.send_data(self.stream, frame[at : at + 16384])
+        self.client.flush()
+
+    def receive(self) -> tuple[int, bytes]:
+        """The server's next WebSocket frame (unmasked, final)."""
+        while True:
+            if len(self.buffer) >= 2:
+                assert self.buffer[0] & 0x80 and not self.buffer[1] & 0x80, self.buffer[:2]
+                size, at = self.buffer[1] & 0x7F, 2
+                if size >= 126:
+                    at = 4 if size == 126 else 10
+                    size = int.from_bytes(self.buffer[2:at], "big")
+                if len(self.buffer) >= at + size:
+                    opcode, payload = self.buffer[0] & 0x0F, self.buffer[at : at + size]
+                    self.buffer = self.buffer[at + size :]
+                    return opcode, payload
+            event = self.client.next(self.stream)
+            if isinstance(event, h2.events.DataReceived):
+                self.buffer += event.data or b""
+            elif not isinstance(event, h2.events.WindowUpdated):
+                raise AssertionError(f"a WebSocket frame expected, got {event}")
+
+    def close(self) -> tuple[int, bytes]:
+        """The close handshake: ours, the server's close, the end of its side, then ours."""
+        self.send(CLOSE, (1000).to_bytes(2, "big") + b"done")
+        opcode, payload = self.receive()
+        while not isinstance(event := self.client.next(self.stream), h2.events.StreamEnded):
+            assert isinstance(event, h2.events.WindowUpdated) or event.data == b"", event
+        try:
+            self.client.conn.end_stream(self.stream)
+        except h2.exceptions.StreamClosedError:
+            # The server may tell us to stop sending (RFC 9113 8.1), but with no error.
+            reset = self.client.next(self.stream)
+            assert isinstance(reset, h2.events.StreamReset) and reset.error_code == 0, reset
+        self.client.flush()
+        return opcode, payload
+
+
+@pytest.mark.xfail(strict=True, reason=f"{REFUSED}; {NOT_TOLD}")
+def test_websocket_over_h2_to_a_native_route(serve: Serve, h2c: Callable[..., H2]) -> None:
+    app = veter.App()
+    seen: list[object] = []
+
+    @app.get("/")
+    def index(request: veter.Request) -> str:
+        return "ok"
+
+    @app.websocket("/echo")
+    async def echo(ws: veter.WebSocket) -> None:
+        await ws.accept()
+        async for message in ws:
+            await ws.send(message)
+        seen.append(ws.close_code)
+
+    server = serve(app)
+    client = h2c(server.port)
+    ws = WebSocketStream(client, "/echo")
+    assert ws.status == 200 and "sec-websocket-accept" not in ws.fields and "upgrade" not in ws.fields
+    ws.send(TEXT, "héllo over h2".encode())
+    assert ws.receive() == (TEXT, "héllo over h2".encode())
+    big = os.urandom(100_000)
+    ws.send(BINARY, big)
+    assert ws.receive() == (BINARY, big)
+    ws.send(PING, b"are you there")
+    assert ws.receive() == (PONG, b"are you there")
+    assert client.get("/") == (200, ANY_FIELDS, b"ok")  # another stream meanwhile
+    opcode, payload = ws.close()
+    assert (opcode, payload[:2]) == (CLOSE, (1000).to_bytes(2, "big"))
+    asyncio.run(eventually(lambda: seen == [1000], what="the handler saw the close"))
+    asyncio.run(eventually(lambda: not app.websockets, within=3, what="the WebSocket's task ended"))
+    assert client.get("/") == (200, ANY_FIELDS, b"ok")  # the connection serves on
+
+
+@pytest.mark.xfail(strict=True, reason=f"{REFUSED}; {NOT_TOLD}")
+def test_websocket_over_h2_to_a_hosted_asgi_app(process: Callable[..., Proc], h2c: Callable[..., H2]) -> None:
+    proc = process("tests.hosted.apps.ws_raw:app")
+    client = h2c(proc.port)
+    ws = WebSocketStream(client, "/echo", {"sec-websocket-protocol": "chat, other"})
+    assert (ws.status, ws.fields["sec-websocket-protocol"], ws.fields["x-accepted"]) == (200, "chat", "yes")
+    ws.send(TEXT, b"hello")
+    assert ws.receive() == (TEXT, b"echo hello")
+    ws.send(BINARY, bytes(range(256)) * 100)
+    assert ws.receive() == (BINARY, bytes(range(256))[::-1] * 100)
+    ws.send(PING, b"ping")
+    assert ws.receive() == (PONG, b"ping")
+    opcode, payload = ws.close()
+    assert (opcode, payload[:2]) == (CLOSE, (1000).to_bytes(2, "big"))
+    # The app saw the close; its send after it raised.
+    assert orjson.loads(client.get("/events")[2])[-2:] == [
+        ["disconnect", 1000, "done"],
+        ["send after close", "WebSocketClosed"],
+    ]
+    reset = WebSocketStream(client, "/echo")
+    client.conn.reset_stream(reset.stream, h2.errors.ErrorCodes.CANCEL)
+    client.flush()
+    wait_until(lambda: ["disconnect", 1006, ""] in orjson.loads(client.get("/events")[2]), 3)
+
+
+@pytest.mark.xfail(strict=True, reason=f"{REFUSED}; {NOT_TOLD}")
+def test_a_websocket_handler_learns_its_stream_or_connection_is_gone(
+    serve: Serve, h2c: Callable[..., H2]
+) -> None:
+    app = veter.App()
+    seen: list[int | None] = []
+
+    @app.websocket("/echo")
+    async def echo(ws: veter.WebSocket) -> None:
+        await ws.accept()
+        async for message in ws:
+            await ws.send(message)
+        seen.append(ws.close_code)
+
+    server = serve(app)
+    client = h2c(server.port)
+    reset, dropped = WebSocketStream(client, "/echo"), WebSocketStream(client, "/echo")
+    for ws in (reset, dropped):
+        assert ws.status == 200
+        ws.send(TEXT, b"here")
+        assert ws.receive() == (TEXT, b"here")
+    client.conn.reset_stream(reset.stream, h2.errors.ErrorCodes.CANCEL)
+    client.flush()
+    asyncio.run(eventually(lambda: seen == [1006], within=3, what="the reset stream's handler ended"))
+    client.sock.close()  # as HTTP/1.1's handlers learn their client is gone, with 1006
+    asyncio.run(eventually(lambda: seen == [1006, 1006], within=3, what="the dropped stream's handler ended"))
+    assert not app.websockets
