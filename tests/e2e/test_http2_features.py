@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import os
 import re
+import shutil
 import signal
 import socket
 import time
@@ -35,6 +36,8 @@ from .conftest import RunningServer
 from .processes import Proc, children_of, wait_until, wait_workers_ready
 from .test_access_log import TEXT as ACCESS_LINE
 from .test_metrics import sample as metric
+from .test_tls import cert  # noqa: F401  (the module's certificate fixture)
+from .test_websocket_browser import CHROMIUM, FLAGS
 
 Serve = Callable[..., RunningServer]
 Fields = dict[str, str]
@@ -777,3 +780,36 @@ def test_a_websocket_handler_learns_its_stream_or_connection_is_gone(
     client.sock.close()  # as HTTP/1.1's handlers learn their client is gone, with 1006
     asyncio.run(eventually(lambda: seen == [1006, 1006], within=3, what="the dropped stream's handler ended"))
     assert not app.websockets
+
+
+# Real clients: headless Chromium over TLS, h2load
+
+FRONT_ENDS = {
+    "native": NATIVE,
+    "asgi": "tests.e2e.apps.h2_features:asgi",
+    "wsgi": "tests.e2e.apps.h2_features:wsgi",
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_chromium_fetches_in_parallel_over_h2(
+    process: Callable[..., Proc],
+    cert: tuple[Path, Path],  # noqa: F811
+    front_end: str,
+) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    assert shutil.which(CHROMIUM), "Chromium is needed (scripts/install-services.sh installs it)"
+    proc = process(FRONT_ENDS[front_end], "--ssl-certfile", str(cert[0]), "--ssl-keyfile", str(cert[1]))
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_context(ignore_https_errors=True).new_page()
+            page.goto(f"https://127.0.0.1:{proc.port}/page")
+            page.wait_for_function("window.result !== undefined", timeout=30_000)
+            result = page.evaluate("window.result")
+        finally:
+            browser.close()
+    assert "error" not in result, result
+    assert [answer["i"] for answer in result["answers"]] == list(range(20))
+    assert (result["page"], result["protocols"]) == ("h2", ["h2"] * 20)
