@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import re
 import shutil
 import signal
 import socket
+import subprocess
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -813,3 +815,44 @@ def test_chromium_fetches_in_parallel_over_h2(
     assert "error" not in result, result
     assert [answer["i"] for answer in result["answers"]] == list(range(20))
     assert (result["page"], result["protocols"]) == ("h2", ["h2"] * 20)
+
+
+LINE = b"%063d\n" % 0
+H2LOAD_TARGETS = {  # front end: the app, and per method its path and its answer's size
+    "native": (NATIVE, {"GET": ("/", len(b"hello")), "POST": ("/echo", 256 * len(LINE))}),
+    "asgi": (
+        "tests.hosted.apps.raw:app",
+        {"GET": ("/", len(b"Hello, world!")), "POST": ("/echo", 256 * len(LINE))},
+    ),
+    "wsgi": (  # /echo answers the lines it read as a JSON list
+        "tests.hosted.apps.wsgi_raw:app",
+        {
+            "GET": ("/write", len(b"written then returned")),
+            "POST": ("/echo", len(json.dumps([LINE.decode()] * 256))),
+        },
+    ),
+}
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(shutil.which("h2load") is None, reason="h2load (nghttp2-client) is not installed")
+@pytest.mark.parametrize("method", ["GET", "POST"])
+@pytest.mark.parametrize("front_end", H2LOAD_TARGETS)
+def test_h2load(process: Callable[..., Proc], tmp_path: Path, front_end: str, method: str) -> None:
+    target, paths = H2LOAD_TARGETS[front_end]
+    path, size = paths[method]
+    proc = process(target)
+    command = ["h2load", "-n", "2000", "-c", "4", "-m", "16", f"http://127.0.0.1:{proc.port}{path}"]
+    if method == "POST":
+        (tmp_path / "body").write_bytes(LINE * 256)  # 16 KiB
+        command += ["-d", str(tmp_path / "body")]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=150).stdout
+    assert "Application protocol: h2c" in out, out
+    requests = re.search(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+                         r"(\d+) errored, (\d+) timeout$", out, re.MULTILINE)  # fmt: skip
+    statuses = re.search(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx$", out, re.MULTILINE)
+    data = re.search(r"^traffic: .* \((\d+)\) data$", out, re.MULTILINE)
+    assert requests and statuses and data, out
+    assert requests.groups() == ("2000", "2000", "2000", "2000", "0", "0", "0"), out
+    assert statuses.groups() == ("2000", "0", "0", "0"), out
+    assert int(data.group(1)) == 2000 * size, out
