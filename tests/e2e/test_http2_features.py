@@ -203,7 +203,7 @@ def files_app(where: Path) -> veter.App:
     app.static("/static", where)
 
     @app.get("/download")
-    def download(request: veter.Request) -> veter.FileResponse:
+    def download(request: veter.Request) -> veter.Response | veter.StreamingResponse:
         return veter.FileResponse(where / "big.bin", request, filename="big.bin")
 
     return app
@@ -258,7 +258,7 @@ def ids_app() -> veter.App:
     @app.route("/id", methods=["GET", "POST", "HEAD"])
     async def request_id(request: veter.Request) -> str:
         await request.body()
-        return request.id
+        return str(request.id)
 
     return app
 
@@ -684,7 +684,8 @@ class WebSocketStream:
         self.send(CLOSE, (1000).to_bytes(2, "big") + b"done")
         opcode, payload = self.receive()
         while not isinstance(event := self.client.next(self.stream), h2.events.StreamEnded):
-            assert isinstance(event, h2.events.WindowUpdated) or event.data == b"", event
+            empty = isinstance(event, h2.events.DataReceived) and event.data == b""
+            assert empty or isinstance(event, h2.events.WindowUpdated), event
         try:
             self.client.conn.end_stream(self.stream)
         except h2.exceptions.StreamClosedError:
