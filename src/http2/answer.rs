@@ -14,7 +14,15 @@
 //! `transfer-encoding`, `upgrade`, `proxy-connection`) are dropped and names are
 //! lowercased (RFC 9113 8.2); a `101` becomes the `200` of RFC 8441.
 
+use std::ops::Range;
+use std::sync::LazyLock;
+
 use memchr::memmem;
+use smallvec::SmallVec;
+
+/// The end of a head, searched with one prepared finder.
+static BLANK_LINE: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\r\n\r\n"));
 
 /// One thing to send on the stream.
 #[derive(Debug, PartialEq, Eq)]
@@ -91,6 +99,14 @@ impl Answer {
         }
     }
 
+    /// Ready for another stream's answer, its buffers' capacity kept.
+    pub fn reset(&mut self, head_request: bool) {
+        self.state = State::Head;
+        self.head_request = head_request;
+        self.buf.clear();
+        self.names.clear();
+    }
+
     /// The whole answer has been read.
     pub fn is_done(&self) -> bool {
         self.state == State::Done
@@ -125,12 +141,27 @@ impl Answer {
         while !data.is_empty() {
             match self.state {
                 State::Done => return Err(Malformed("bytes after the answer's end")),
+                State::Head if self.buf.is_empty() => {
+                    // Almost always: the whole head in this write, read where it is.
+                    if let Some(at) = BLANK_LINE.find(data) {
+                        let (head, rest) = data.split_at(at + 4);
+                        self.read_head(head, emit)?;
+                        data = rest;
+                    } else {
+                        self.buf.extend_from_slice(data);
+                        return Ok(());
+                    }
+                }
                 State::Head => {
                     let Some(used) = self.take_block(data) else {
                         return Ok(());
                     };
                     data = &data[used..];
-                    self.read_head(emit)?;
+                    let head = std::mem::take(&mut self.buf);
+                    let read = self.read_head(&head, emit);
+                    self.buf = head;
+                    self.buf.clear();
+                    read?;
                 }
                 State::Length(left) => {
                     let take = usize::try_from(left).map_or(data.len(), |l| l.min(data.len()));
@@ -171,16 +202,27 @@ impl Answer {
         Some(at - before)
     }
 
-    /// The head in `buf`: its pieces, and the state its framing says.
-    fn read_head(&mut self, emit: &mut dyn FnMut(Piece<'_>)) -> Result<(), Malformed> {
-        let head = std::mem::take(&mut self.buf);
-        let line_end = memmem::find(&head, b"\r\n").ok_or(Malformed("no status line"))?;
-        let status = status_of(&head[..line_end])?;
-        let mut spans = Vec::new();
+    /// A whole head (up to and including its blank line): its pieces, and the
+    /// state its framing says.
+    fn read_head(&mut self, head: &[u8], emit: &mut dyn FnMut(Piece<'_>)) -> Result<(), Malformed> {
+        let line_end = memchr::memchr(b'\n', head).ok_or(Malformed("no status line"))?;
+        let status = status_of(
+            head[..line_end]
+                .strip_suffix(b"\r")
+                .unwrap_or(&head[..line_end]),
+        )?;
         let (mut chunked, mut length) = (false, None);
         self.names.clear();
-        for line in head[line_end + 2..head.len() - 2].split(|&b| b == b'\n') {
+        // (name in `names`, value in `head`) for the fields kept.
+        let mut spans: SmallVec<[(Range<usize>, Range<usize>); 12]> = SmallVec::new();
+        let mut at = line_end + 1;
+        let end = head.len() - 2;
+        while at < end {
+            let line_end = memchr::memchr(b'\n', &head[at..end]).map_or(end, |n| at + n);
+            let line = &head[at..line_end];
             let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let line_at = at;
+            at = line_end + 1;
             if line.is_empty() {
                 continue;
             }
@@ -190,6 +232,10 @@ impl Answer {
                 .extend(line[..colon].iter().map(u8::to_ascii_lowercase));
             let name = &self.names[name_at..];
             let value = line[colon + 1..].trim_ascii();
+            let value_at = line_at
+                + colon
+                + 1
+                + (line[colon + 1..].len() - line[colon + 1..].trim_ascii_start().len());
             if name == b"transfer-encoding" {
                 chunked = value.eq_ignore_ascii_case(b"chunked");
             } else if name == b"content-length" {
@@ -197,16 +243,15 @@ impl Answer {
             }
             let dropped =
                 connection_specific(name) || (status == 101 && name == b"sec-websocket-accept");
-            let keep = !dropped;
-            if keep {
-                spans.push((name_at..self.names.len(), value));
-            } else {
+            if dropped {
                 self.names.truncate(name_at);
+            } else {
+                spans.push((name_at..self.names.len(), value_at..value_at + value.len()));
             }
         }
-        let fields: Vec<(&[u8], &[u8])> = spans
+        let fields: SmallVec<[(&[u8], &[u8]); 12]> = spans
             .iter()
-            .map(|(n, v)| (&self.names[n.clone()], *v))
+            .map(|(n, v)| (&self.names[n.clone()], &head[v.clone()]))
             .collect();
         if (100..200).contains(&status) && status != 101 {
             emit(Piece::Informational {
@@ -238,8 +283,6 @@ impl Answer {
                 end: self.state == State::Done,
             });
         }
-        self.buf = head;
-        self.buf.clear();
         Ok(())
     }
 

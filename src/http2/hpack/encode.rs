@@ -130,7 +130,7 @@ impl Encoder {
             integer::encode(index, 7, 0x80, out);
             return;
         }
-        let indexing = self.indexing(static_name, name, value);
+        let mut indexing = self.indexing(static_name, name, value);
         // A field we do not index is not in our table whole, but for one indexed
         // before the table shrank under it (then sending it literally is merely
         // longer): if the static table has its name, there is nothing to look for.
@@ -143,6 +143,16 @@ impl Encoder {
         if let Some(i) = dynamic_full {
             integer::encode(DYNAMIC_START + i, 7, 0x80, out);
             return;
+        }
+        // A name on every answer with a new value each time (x-request-id): its
+        // first field is indexed, so that the later ones name it by index (one
+        // byte) instead of spelling it out; their values are still not indexed.
+        if indexing == Indexing::Without
+            && static_name.is_none()
+            && dynamic_name.is_none()
+            && (name.len() + value.len() + ENTRY_OVERHEAD) * 4 <= self.table.max_size()
+        {
+            indexing = Indexing::Incremental;
         }
         let name_index = static_name.or(dynamic_name.map(|i| DYNAMIC_START + i));
         let (prefix, flags) = match indexing {

@@ -237,16 +237,19 @@ fn encoder_policy_on_the_wire() {
         encode_one(&mut e, "content-length", "13"),
         hex("0f0d 02 3133")
     );
-    // x-request-id: without indexing, literal name, every time.
+    // x-request-id: its first field indexed (so that its name is in the table),
+    // the later ones without indexing, the name by its dynamic index (62): 0x0f 0x2f.
     let first = encode_one(&mut e, "x-request-id", "abc");
-    assert_eq!(first[0], 0x00);
-    assert_eq!(encode_one(&mut e, "x-request-id", "abc"), first);
+    assert_eq!(first[0], 0x40);
+    let second = encode_one(&mut e, "x-request-id", "abd");
+    assert_eq!(second[..2], hex("0f2f"));
+    assert_eq!(encode_one(&mut e, "x-request-id", "abe")[..2], hex("0f2f"));
     // set-cookie: never indexed, name 55.
     assert_eq!(encode_one(&mut e, "set-cookie", "a=b")[..2], hex("1f28"));
     assert_eq!(encode_one(&mut e, "authorization", "x")[..2], hex("1f08"));
     assert_eq!(encode_one(&mut e, "cookie", "x")[..2], hex("1f11"));
-    // Only two entries were added: 201 and the date.
-    assert_eq!(e.table_entries().count(), 2);
+    // Only three entries were added: 201, the date and the first x-request-id.
+    assert_eq!(e.table_entries().count(), 3);
     // A custom name is indexed whole and by name afterwards.
     assert_eq!(encode_one(&mut e, "x-custom", "1")[0], 0x40);
     assert_eq!(encode_one(&mut e, "x-custom", "2")[0], 0x7e); // 0x40 | 62

@@ -56,6 +56,8 @@ pub struct Session {
     streams: FxHashMap<u32, Link>,
     /// Connections that served a stream and wait for the next, with their transports.
     idle: Vec<(Py<Connection>, Py<StreamTransport>)>,
+    /// Answer readers of ended streams, their buffers kept for the next.
+    answers: Vec<Answer>,
     /// Handling the events of a read: the write comes after them.
     dispatching: bool,
     call_soon: Py<PyAny>,
@@ -88,6 +90,7 @@ impl Session {
             transport,
             streams: FxHashMap::default(),
             idle: Vec::new(),
+            answers: Vec::new(),
             dispatching: false,
             call_soon,
             flush_queued: false,
@@ -203,12 +206,19 @@ impl Session {
                 &mut this.scratch,
             );
             let is_head = head.method() == b"HEAD";
+            let answer = match this.answers.pop() {
+                Some(mut answer) => {
+                    answer.reset(is_head);
+                    answer
+                }
+                None => Answer::new(is_head),
+            };
             this.streams.insert(
                 stream,
                 Link {
                     conn: conn.clone_ref(py),
                     transport: transport.clone_ref(py),
-                    answer: Answer::new(is_head),
+                    answer,
                     body,
                     body_left: head.content_length.unwrap_or(0),
                     request_ended: end_stream,
@@ -388,6 +398,9 @@ impl Session {
         }
         t.stream = 0;
         drop(t);
+        if self.answers.len() < 64 {
+            self.answers.push(link.answer);
+        }
         self.idle.push((link.conn, link.transport));
         After::Nothing
     }
