@@ -463,7 +463,12 @@ class Wire:
         self.buffer = b""
         self.next_stream = 1
         self.goaway: hyperframe.frame.GoAwayFrame | None = None
-        self.sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + hyperframe.frame.SettingsFrame(0).serialize())
+        # Sent with the first request: a draining server's GOAWAY could come between.
+        self.unsent = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + hyperframe.frame.SettingsFrame(0).serialize()
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(self.unsent + data)
+        self.unsent = b""
 
     def request(self, path: str, method: str = "GET", body: bytes | None = None) -> int:
         stream, self.next_stream = self.next_stream, self.next_stream + 2
@@ -475,7 +480,7 @@ class Wire:
             out = headers.serialize()
         else:
             out += hyperframe.frame.DataFrame(stream, body, flags=["END_STREAM"]).serialize()
-        self.sock.sendall(out)
+        self.send(out)
         return stream
 
     def frame(self) -> hyperframe.frame.Frame | None:
@@ -488,7 +493,7 @@ class Wire:
                     frame.parse_body(memoryview(self.buffer[9 : 9 + length]))
                     self.buffer = self.buffer[9 + length :]
                     if isinstance(frame, hyperframe.frame.SettingsFrame) and "ACK" not in frame.flags:
-                        self.sock.sendall(hyperframe.frame.SettingsFrame(0, flags=["ACK"]).serialize())
+                        self.send(hyperframe.frame.SettingsFrame(0, flags=["ACK"]).serialize())
                     if isinstance(frame, hyperframe.frame.HeadersFrame):
                         frame.fields = dict(self.decoder.decode(frame.data))  # type: ignore[attr-defined]
                     if isinstance(frame, hyperframe.frame.GoAwayFrame):
@@ -568,7 +573,7 @@ def test_sigterm_sends_goaway_and_answers_the_stream_in_flight(
     assert not [f for f in frames if f is not None and f.stream_id == held], "answered before its release"
     assert (client.goaway.error_code, client.goaway.last_stream_id >= held) == (0, True)
     refused = client.request("/")  # past the GOAWAY: not served
-    client.sock.sendall(hyperframe.frame.PingFrame(0, b"drained!").serialize())
+    client.send(hyperframe.frame.PingFrame(0, b"drained!").serialize())
     while not isinstance(client.frame(), hyperframe.frame.PingFrame):  # the new stream was read
         pass
     release.touch()
