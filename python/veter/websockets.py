@@ -440,8 +440,9 @@ def handshake_problem(request: Request) -> Response | None:
             status=426,
             headers={"Upgrade": "websocket", "Sec-WebSocket-Version": "13"},
         )
-    if request.http_version != "1.1":
-        return Response("a WebSocket handshake needs HTTP/1.1", status=400)
+    # HTTP/2's extended CONNECT (RFC 8441) reaches the route as this same handshake.
+    if request.http_version not in ("1.1", "2"):
+        return Response("a WebSocket handshake needs HTTP/1.1 or HTTP/2", status=400)
     if "close" in connection:
         return Response("a WebSocket handshake cannot close its connection", status=400)
     if request.method != "GET":

@@ -620,17 +620,6 @@ def test_streams_are_served_through_the_drain_delay(
 
 TEXT, BINARY, CLOSE, PING, PONG = 0x1, 0x2, 0x8, 0x9, 0xA
 
-REFUSED = (
-    "an extended CONNECT is answered 400 'a WebSocket handshake needs HTTP/1.1': "
-    "python/veter/websockets.py handshake_problem wants request.http_version '1.1', an h2 stream's is '2'"
-)
-NOT_TOLD = (
-    "the protocol that took a stream's StreamTransport over (a WebSocket) is never told it is lost: "
-    "src/protocol/h2/session.rs stream_closed, lose and connection_lost call link.conn.connection_lost, "
-    "not transport.protocol's, so the handler never sees the stream reset or the connection gone, and "
-    "after a close handshake its task waits for the transport's end until the server stops"
-)
-
 
 def ws_frame(opcode: int, payload: bytes) -> bytes:
     """A client's frame: final, masked (RFC 6455 5.2)."""
@@ -701,7 +690,6 @@ class WebSocketStream:
         return opcode, payload
 
 
-@pytest.mark.xfail(strict=True, reason=f"{REFUSED}; {NOT_TOLD}")
 def test_websocket_over_h2_to_a_native_route(serve: Serve, h2c: Callable[..., H2]) -> None:
     app = veter.App()
     seen: list[object] = []
@@ -736,7 +724,6 @@ def test_websocket_over_h2_to_a_native_route(serve: Serve, h2c: Callable[..., H2
     assert client.get("/") == (200, ANY_FIELDS, b"ok")  # the connection serves on
 
 
-@pytest.mark.xfail(strict=True, reason=f"{REFUSED}; {NOT_TOLD}")
 def test_websocket_over_h2_to_a_hosted_asgi_app(process: Callable[..., Proc], h2c: Callable[..., H2]) -> None:
     proc = process("tests.hosted.apps.ws_raw:app")
     client = h2c(proc.port)
@@ -761,7 +748,6 @@ def test_websocket_over_h2_to_a_hosted_asgi_app(process: Callable[..., Proc], h2
     wait_until(lambda: ["disconnect", 1006, ""] in orjson.loads(client.get("/events")[2]), 3)
 
 
-@pytest.mark.xfail(strict=True, reason=f"{REFUSED}; {NOT_TOLD}")
 def test_a_websocket_handler_learns_its_stream_or_connection_is_gone(
     serve: Serve, h2c: Callable[..., H2]
 ) -> None:

@@ -61,6 +61,8 @@ pub struct Session {
     /// Handling the events of a read: the write comes after them.
     dispatching: bool,
     call_soon: Py<PyAny>,
+    /// `self._flush`, made once (a cycle, broken when the socket is lost).
+    flush_cb: Option<Py<PyAny>>,
     flush_queued: bool,
     writing_paused: bool,
     pub(super) last_activity: Instant,
@@ -93,6 +95,7 @@ impl Session {
             answers: Vec::new(),
             dispatching: false,
             call_soon,
+            flush_cb: None,
             flush_queued: false,
             writing_paused: false,
             last_activity: Instant::now(),
@@ -419,19 +422,21 @@ impl Session {
             if stream == 0 {
                 // An idle connection (its keep-alive time is up).
                 let at = this.idle.iter().position(|(_, t)| t.is(transport));
-                at.map(|i| this.idle.swap_remove(i).0)
+                at.map(|i| this.idle.swap_remove(i).0.into_any())
             } else if let Some(mut link) = this.streams.remove(&stream) {
                 let core = &mut this.core;
                 match link.answer.closed() {
                     Some(piece) if !abort => {
                         send(core, stream, piece);
-                        if !link.body_read() {
+                        // A WebSocket's client ends its side after the close
+                        // handshake: no reset cuts it short.
+                        if !link.body_read() && link.body != BodyMode::Tunnel {
                             core.reset(stream, ErrorCode::NoError);
                         }
                     }
                     _ => core.reset(stream, ErrorCode::InternalError),
                 }
-                Some(link.conn)
+                Some(link.transport.bind(py).borrow().protocol.clone_ref(py))
             } else {
                 None
             }
@@ -471,13 +476,16 @@ impl Session {
     /// Tells a stream's connection its transport is lost.
     fn lose(slf: &Bound<'_, Self>, link: Link) -> PyResult<()> {
         let py = slf.py();
-        {
+        // Whatever reads the stream now: its connection, or a WebSocket that took
+        // the transport over.
+        let protocol = {
             let mut t = link.transport.bind(py).borrow_mut();
             t.closing = true;
             t.session = None;
-        }
+            t.protocol.clone_ref(py)
+        };
         let _ = slf;
-        link.conn
+        protocol
             .bind(py)
             .call_method1("connection_lost", (py.None(),))
             .map(drop)
@@ -486,15 +494,22 @@ impl Session {
     /// Writes what the core queued: now when no read is being handled, else after it.
     fn flush_soon(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
-        let call = {
+        let (call, cb) = {
             let mut this = slf.borrow_mut();
             if this.dispatching || this.flush_queued || this.core.output().is_empty() {
                 return Ok(());
             }
             this.flush_queued = true;
-            this.call_soon.clone_ref(py)
+            let cb = if let Some(cb) = &this.flush_cb {
+                cb.clone_ref(py)
+            } else {
+                let cb = slf.getattr("_flush")?.unbind();
+                this.flush_cb = Some(cb.clone_ref(py));
+                cb
+            };
+            (this.call_soon.clone_ref(py), cb)
         };
-        call.call1(py, (slf.getattr("_flush")?,)).map(drop)
+        call.call1(py, (cb,)).map(drop)
     }
 
     /// Writes what the core queued, and closes the socket once the core is done.
@@ -529,6 +544,7 @@ impl Session {
         let (links, idle) = {
             let mut this = slf.borrow_mut();
             this.closed = true;
+            this.flush_cb = None;
             let links: Vec<Link> = this.streams.drain().map(|(_, l)| l).collect();
             (links, std::mem::take(&mut this.idle))
         };
