@@ -68,9 +68,16 @@ pub struct Session {
     pub(super) last_activity: Instant,
     going_away: bool,
     closed: bool,
+    /// Half-closed after the last frame, reading (and dropping) until the client
+    /// closes too or this instant passes: a close with its input unread would reset
+    /// the connection, and the client could lose the frames before it (a GOAWAY).
+    linger_until: Option<Instant>,
     /// The head being written for a stream's connection (its capacity kept).
     scratch: Vec<u8>,
 }
+
+/// How long a finished session reads after its half-close, at most.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Session {
     pub fn new(
@@ -101,6 +108,7 @@ impl Session {
             last_activity: Instant::now(),
             going_away: false,
             closed: false,
+            linger_until: None,
             scratch: Vec::new(),
         })
     }
@@ -534,7 +542,12 @@ impl Session {
             transport.call_method1(py, "write", (bytes,))?;
         }
         if close {
-            transport.call_method0(py, "close")?;
+            if transport.call_method0(py, "can_write_eof")?.is_truthy(py)? {
+                transport.call_method0(py, "write_eof")?;
+                slf.borrow_mut().linger_until = Some(Instant::now() + LINGER);
+            } else {
+                transport.call_method0(py, "close")?;
+            }
         }
         Ok(())
     }
@@ -597,7 +610,14 @@ impl Session {
         let idle_out = {
             let mut this = slf.borrow_mut();
             if this.closed {
-                return Ok(false);
+                let over = this.linger_until.is_some_and(|until| now >= until);
+                if over {
+                    this.linger_until = None;
+                    let transport = this.transport.clone_ref(slf.py());
+                    drop(this);
+                    transport.call_method0(slf.py(), "close")?;
+                }
+                return Ok(over);
             }
             let draining = this
                 .disp
