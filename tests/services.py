@@ -319,6 +319,16 @@ _NGINX_RECOMMENDED = """        client_max_body_size 10m;
         }"""
 
 
+#: nginx in front of veter's clear-text HTTP/2 (docs/deploy.md, "HTTP/2 behind a proxy").
+_NGINX_H2 = """        client_max_body_size 10m;
+        location / {
+            grpc_pass grpc://veter;
+            grpc_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            grpc_connect_timeout 1s;
+            grpc_read_timeout 65s;
+        }"""
+
+
 class Nginx(Service):
     """nginx as a reverse proxy in front of ``upstreams`` (loopback ports).
 
@@ -333,7 +343,7 @@ class Nginx(Service):
     name = "nginx"
     stop_signal = signal.SIGQUIT  # nginx's graceful stop
 
-    def __init__(self, upstreams: list[int], *, stock: bool = False) -> None:
+    def __init__(self, upstreams: list[int], *, stock: bool = False, h2: bool = False) -> None:
         super().__init__()
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         if not os.path.exists(binary):
@@ -351,6 +361,11 @@ class Nginx(Service):
         if stock:
             upstream = "\n".join(f"        server 127.0.0.1:{p};" for p in upstreams)
             server = "        location / {\n            proxy_pass http://veter;\n        }"
+        elif h2:
+            # HTTP/2 upstream (h2c) through the gRPC module, as docs/deploy.md shows.
+            servers = [f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=1s;" for p in upstreams]
+            upstream = "\n".join([*servers, "        keepalive 32;"])
+            server = _NGINX_H2
         else:
             servers = [f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=1s;" for p in upstreams]
             upstream = "\n".join([*servers, "        keepalive 32;", "        keepalive_timeout 4s;"])
@@ -408,17 +423,19 @@ class HAProxy(Service):
     connect timeout and a server timeout above veter's request timeout.
     ``server_close=True`` adds ``option http-server-close``: ``Connection: close``
     upstream, a new upstream connection per request. Only failed or abnormal
-    requests are logged (``option dontlog-normal``), to the log file (``errors``)."""
+    requests are logged (``option dontlog-normal``), to the log file (``errors``).
+    ``h2=True``: HTTP/2 to the upstreams (``proto h2``)."""
 
     name = "haproxy"
 
-    def __init__(self, upstreams: list[int], *, server_close: bool = False) -> None:
+    def __init__(self, upstreams: list[int], *, server_close: bool = False, h2: bool = False) -> None:
         super().__init__()
         binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
         if not os.path.exists(binary):
             raise ServiceError("haproxy is not installed: run scripts/install-services.sh")
         self.binary = binary
-        servers = "\n".join(f"    server app{n} 127.0.0.1:{p}" for n, p in enumerate(upstreams))
+        proto = " proto h2" if h2 else ""  # HTTP/2 (h2c) to the upstreams
+        servers = "\n".join(f"    server app{n} 127.0.0.1:{p}{proto}" for n, p in enumerate(upstreams))
         option = "    option http-server-close\n" if server_close else ""
         (self.root / "haproxy.cfg").write_text(
             f"""global

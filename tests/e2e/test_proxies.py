@@ -4,7 +4,8 @@ A native app, a FastAPI app and a Flask app (tests/e2e/apps/digest_*.py) answer
 each request with the SHA-256 of the body they received, which the client checks
 against what it sent. In front of each: nothing, nginx as installed (nothing but
 ``proxy_pass``), nginx with keep-alive upstreams as docs/deploy.md recommends, and
-HAProxy in ``mode http`` with its defaults and with ``option http-server-close``.
+HAProxy in ``mode http`` with its defaults and with ``option http-server-close``,
+and both speaking HTTP/2 to veter (nginx's ``grpc_pass``, HAProxy's ``proto h2``).
 Through each go an open-loop mix of GETs and POSTs over keep-alive connections
 (tests/e2e/mixedload.py, retrying nothing), ApacheBench (HTTP/1.0) and urllib
 (``Connection: close``). POST bodies run from empty to 200 KB, so they cross reads
@@ -114,6 +115,16 @@ UPSTREAM = {
         AB: Upstream("1.0", "-", reuse=False, forwarded=True),
         URLLIB: Upstream("1.1", "close", reuse=False, forwarded=True),
     },
+    # HTTP/2 to veter (h2c): every request a stream, over upstream connections the
+    # proxy keeps, whatever the client does.
+    "nginx-h2": dict.fromkeys((KEEPALIVE, AB, URLLIB), Upstream("2", "-", reuse=True, forwarded=True)),
+    # As HAProxy's HTTP/1.1 row: under `http-reuse safe` a client connection's first
+    # request opens an upstream connection of its own.
+    "haproxy-h2": {
+        KEEPALIVE: Upstream("2", "-", reuse=True, forwarded=True),
+        AB: Upstream("2", "-", reuse=False, forwarded=True),
+        URLLIB: Upstream("2", "-", reuse=False, forwarded=True),
+    },
 }
 
 
@@ -161,6 +172,8 @@ def front(request: pytest.FixtureRequest, app: tuple[str, int]) -> Iterator[tupl
         "nginx-keepalive": lambda: Nginx(upstream),
         "haproxy": lambda: HAProxy(upstream),
         "haproxy-server-close": lambda: HAProxy(upstream, server_close=True),
+        "nginx-h2": lambda: Nginx(upstream, h2=True),
+        "haproxy-h2": lambda: HAProxy(upstream, h2=True),
     }[kind]()
     try:
         proxy.start()
