@@ -25,7 +25,7 @@ impl Connection {
             };
             if let Some(session) = this.h2.as_ref().map(|s| s.clone_ref(py)) {
                 drop(this);
-                return super::h2::Session::tick(session.bind(py), now, t.keepalive);
+                return super::h2::Session::tick(session.bind(py), now, t);
             }
             if let Some((until, _)) = this.lingering {
                 if now < until {

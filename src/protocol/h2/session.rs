@@ -45,6 +45,7 @@ use crate::http2::as_h1::{self, BodyMode};
 use crate::http2::conn::{Connection as H2, Event};
 use crate::http2::error::ErrorCode;
 use crate::protocol::{Connection, Shared};
+use crate::timeouts::Timeouts;
 
 #[pyclass(module = "veter._core", name = "Http2Session")]
 #[allow(clippy::struct_excessive_bools)] // independent facts of the session's life
@@ -64,7 +65,10 @@ pub struct Session {
     /// `self._flush`, made once (a cycle, broken when the socket is lost).
     flush_cb: Option<Py<PyAny>>,
     flush_queued: bool,
-    writing_paused: bool,
+    /// The socket's buffer is full (`pause_writing`), since this instant: what the
+    /// core queues stays in it (so that its limit on unread control frames holds),
+    /// and the write timeout applies.
+    writing_paused: Option<Instant>,
     pub(super) last_activity: Instant,
     going_away: bool,
     closed: bool,
@@ -104,7 +108,7 @@ impl Session {
             call_soon,
             flush_cb: None,
             flush_queued: false,
-            writing_paused: false,
+            writing_paused: None,
             last_activity: Instant::now(),
             going_away: false,
             closed: false,
@@ -523,23 +527,30 @@ impl Session {
     /// Writes what the core queued, and closes the socket once the core is done.
     pub fn flush(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
-        let (bytes, close, transport) = {
+        let (bytes, close, abort, transport) = {
             let mut this = slf.borrow_mut();
             this.flush_queued = false;
+            let finished = this.core.is_finished();
+            let paused = this.writing_paused.is_some();
             let out = this.core.output();
-            let bytes = (!out.is_empty()).then(|| {
+            let bytes = (!out.is_empty() && !paused).then(|| {
                 let b = PyBytes::new(py, out);
                 out.clear();
                 b
             });
-            let close = this.core.is_finished() && !this.closed;
+            let close = finished && !this.closed;
             if close {
                 this.closed = true;
             }
-            (bytes, close, this.transport.clone_ref(py))
+            (bytes, close, close && paused, this.transport.clone_ref(py))
         };
         if let Some(bytes) = bytes {
             transport.call_method1(py, "write", (bytes,))?;
+        }
+        if abort {
+            // Done (a connection error, often the client's not reading) while the
+            // socket takes nothing more: nothing left would ever be read.
+            return transport.call_method0(py, "abort").map(drop);
         }
         if close {
             if transport.call_method0(py, "can_write_eof")?.is_truthy(py)? {
@@ -582,7 +593,7 @@ impl Session {
         let py = slf.py();
         let conns: Vec<Py<Connection>> = {
             let mut this = slf.borrow_mut();
-            this.writing_paused = paused;
+            this.writing_paused = paused.then(Instant::now);
             this.streams
                 .values()
                 .filter(|l| !l.writer_paused)
@@ -597,16 +608,16 @@ impl Session {
         for conn in conns {
             conn.bind(py).call_method0(method)?;
         }
-        Ok(())
+        if paused {
+            Ok(())
+        } else {
+            Self::flush(slf) // what the core queued meanwhile
+        }
     }
 
     /// The server tick: an idle session closes after the keep-alive time; a
     /// draining one sends GOAWAY and closes once its streams are done.
-    pub fn tick(
-        slf: &Bound<'_, Self>,
-        now: Instant,
-        keepalive: std::time::Duration,
-    ) -> PyResult<bool> {
+    pub fn tick(slf: &Bound<'_, Self>, now: Instant, t: &Timeouts) -> PyResult<bool> {
         let idle_out = {
             let mut this = slf.borrow_mut();
             if this.closed {
@@ -623,8 +634,19 @@ impl Session {
                 .disp
                 .last_answers
                 .load(std::sync::atomic::Ordering::Relaxed);
+            if this
+                .writing_paused
+                .is_some_and(|since| now.saturating_duration_since(since) >= t.write)
+            {
+                // The client stopped reading: drop it and what it has not read.
+                this.closed = true;
+                let transport = this.transport.clone_ref(slf.py());
+                drop(this);
+                transport.call_method0(slf.py(), "abort")?;
+                return Ok(true);
+            }
             let idle = this.streams.is_empty()
-                && now.saturating_duration_since(this.last_activity) >= keepalive;
+                && now.saturating_duration_since(this.last_activity) >= t.keepalive;
             if (draining || idle) && !this.going_away {
                 this.going_away = true;
                 this.core.go_away(ErrorCode::NoError);
