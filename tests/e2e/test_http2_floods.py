@@ -283,18 +283,26 @@ def test_continuation_frames_up_to_the_limit_make_a_request(server: Server) -> N
     assert 3 not in peer.statuses
 
 
-def test_a_head_over_the_http1_field_count_is_answered_431(server: Server) -> None:
+def test_the_http1_request_limits_hold_per_stream(server: Server) -> None:
     """A stream's head is parsed again as HTTP/1.1 by its connection, so the
-    HTTP/1.1 head limits apply too: 120 small fields (about 5 KiB as HPACK counts,
-    well under h2_max_header_list_size) pass max_header_count (100) and get 431;
-    the connection goes on."""
+    HTTP/1.1 limits apply too, at their defaults: 120 small fields (about 5 KiB as
+    HPACK counts, well under h2_max_header_list_size) pass max_header_count (100)
+    and get 431; a declared body of 20 MB passes max_body_bytes (10 MiB) and gets
+    413 before any of it is sent, and the stream is reset NO_ERROR (the client
+    stops sending it). The connection goes on."""
     peer = f.Peer(server.port)
     fields = b"".join(f.literal(b"x-field-%d" % i, b"v") for i in range(120))
-    peer.send(f.headers(1, GET + fields, end_stream=True) + f.headers(3, GET, end_stream=True))
-    assert peer.wait(lambda: len(peer.statuses) == 2, 5)
+    declared = SINK + f.literal(b"content-length", b"20000000")
+    peer.send(
+        f.headers(1, GET + fields, end_stream=True)
+        + f.headers(3, declared, end_stream=False)
+        + f.headers(5, GET, end_stream=True)
+    )
+    assert peer.wait(lambda: len(peer.statuses) == 3 and 3 in peer.resets, 5)
     peer.close()
-    assert peer.statuses == {1: 431, 3: 200}
-    assert peer.goaway is None and peer.resets == {}
+    assert peer.statuses == {1: 431, 3: 413, 5: 200}
+    assert peer.resets == {3: f.Code.NO_ERROR}
+    assert peer.goaway is None
 
 
 @pytest.mark.parametrize("fragment", [16, 16 * 1024], ids=["small", "full"])
