@@ -1,6 +1,7 @@
 """The servers the fuzzer compares, as child processes on free loopback ports:
 veter hosting the probe apps (ASGI and WSGI), and the peers each is compared
-with: uvicorn (httptools and h11) for ASGI, gunicorn (gthread) for WSGI."""
+with: uvicorn (httptools and h11) for ASGI, gunicorn (gthread) for WSGI, and
+Hypercorn (h2c) for the ASGI app over HTTP/2."""
 
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ class Spec:
             http = self.name.split("-", 1)[1]
             return [*py, "uvicorn", ASGI_APP, "--http", http, "--loop", "uvloop", "--lifespan", "on",
                     "--no-access-log", "--log-level", "warning", *where]  # fmt: skip
+        if self.name == "hypercorn":
+            # h2c with prior knowledge on the plain port (and HTTP/1.1 for the fence);
+            # one bug mended (hypercorn_h2.py).
+            return [*py, "tests.hosted.fuzz.hypercorn_h2", ASGI_APP, "-b", f"127.0.0.1:{port}", "-k", "uvloop", "-w", "0",
+                    "--log-level", "warning"]  # fmt: skip
         if self.name == "gunicorn-gthread":
             return [*py, "gunicorn", WSGI_APP, "-k", "gthread", "--threads", "4", "-w", "1",
                     "-b", f"127.0.0.1:{port}", "--log-level", "warning"]  # fmt: skip
@@ -41,6 +47,8 @@ class Spec:
 
 VETER = {"asgi": Spec("veter-asgi", "asgi"), "wsgi": Spec("veter-wsgi", "wsgi")}
 PEERS = (Spec("uvicorn-httptools", "asgi"), Spec("uvicorn-h11", "asgi"), Spec("gunicorn-gthread", "wsgi"))
+# The HTTP/2 run: veter-asgi (h2c with prior knowledge is on by default) against Hypercorn.
+H2_PEER = Spec("hypercorn", "asgi")
 
 
 def free_port() -> int:
