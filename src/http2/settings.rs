@@ -63,9 +63,9 @@ pub struct Config {
     /// `RST_STREAM`) per window: above it, GOAWAY `ENHANCE_YOUR_CALM`
     /// (CVE-2019-9512/9515/9518).
     pub max_control_frames_per_window: u32,
-    /// Control frames (acks, resets, window updates) queued for the writer and not
-    /// taken yet, in bytes: above it, GOAWAY `ENHANCE_YOUR_CALM` (a client that
-    /// sends pings and does not read).
+    /// Control frames the client's frames call for (PING and SETTINGS acks,
+    /// RST_STREAM) queued for the writer and not taken yet, in bytes: above it,
+    /// GOAWAY `ENHANCE_YOUR_CALM` (a client that sends pings and does not read).
     pub max_queued_control_bytes: usize,
     /// A stream whose buffered body went over this gets `Event::Writable` when
     /// it falls back to it.

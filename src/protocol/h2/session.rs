@@ -77,12 +77,16 @@ pub struct Session {
     /// closes too or this instant passes: a close with its input unread would reset
     /// the connection, and the client could lose the frames before it (a GOAWAY).
     linger_until: Option<Instant>,
+    /// Bytes the lingering session may still read and drop (`linger_bytes`).
+    linger_left: usize,
     /// The head being written for a stream's connection (its capacity kept).
     scratch: Vec<u8>,
 }
 
 /// How long a finished session reads after its half-close, at most.
 const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+/// What it reads and drops meanwhile, at most, when `linger_bytes` is off.
+const LINGER_BYTES: usize = 4 << 20;
 
 impl Session {
     pub fn new(
@@ -114,6 +118,7 @@ impl Session {
             going_away: false,
             closed: false,
             linger_until: None,
+            linger_left: 0,
             scratch: Vec::new(),
         })
     }
@@ -131,6 +136,16 @@ impl Session {
         let events = {
             let mut this = slf.borrow_mut();
             if this.closed {
+                // Lingering: dropped, up to a budget, then the connection is cut.
+                if this.linger_until.is_some() {
+                    this.linger_left = this.linger_left.saturating_sub(data.len());
+                    if this.linger_left == 0 {
+                        this.linger_until = None;
+                        let transport = this.transport.clone_ref(slf.py());
+                        drop(this);
+                        transport.call_method0(slf.py(), "abort")?;
+                    }
+                }
                 return Ok(());
             }
             let now = Instant::now();

@@ -6,7 +6,7 @@ use std::time::Instant;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::{Link, Session, LINGER};
+use super::{Link, Session, LINGER, LINGER_BYTES};
 use crate::http2::error::ErrorCode;
 use crate::protocol::Connection;
 use crate::timeouts::Timeouts;
@@ -64,7 +64,9 @@ impl Session {
         if close {
             if transport.call_method0(py, "can_write_eof")?.is_truthy(py)? {
                 transport.call_method0(py, "write_eof")?;
-                slf.borrow_mut().linger_until = Some(Instant::now() + LINGER);
+                let mut this = slf.borrow_mut();
+                this.linger_until = Some(Instant::now() + LINGER);
+                this.linger_left = this.disp.linger.map_or(LINGER_BYTES, |l| l.bytes);
             } else {
                 transport.call_method0(py, "close")?;
             }
@@ -135,7 +137,13 @@ impl Session {
                     this.linger_until = None;
                     let transport = this.transport.clone_ref(slf.py());
                     drop(this);
-                    transport.call_method0(slf.py(), "close")?;
+                    // Unsent bytes after the linger: the client is not reading, and
+                    // a close would wait for it forever.
+                    let unsent = transport
+                        .call_method0(slf.py(), "get_write_buffer_size")?
+                        .extract::<usize>(slf.py())?;
+                    let how = if unsent == 0 { "close" } else { "abort" };
+                    transport.call_method0(slf.py(), how)?;
                 }
                 return Ok(over);
             }
