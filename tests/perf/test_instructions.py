@@ -1,6 +1,7 @@
 """The engine's guard: instructions per request may not grow unnoticed.
 
-Each scenario of benchmarks/micro/core_path.py is counted with callgrind
+Each scenario of benchmarks/micro/core_path.py (HTTP/1.1) and h2_path.py
+(HTTP/2) is counted with callgrind
 (benchmarks/micro/instructions.py: two runs, their difference per request). The
 count is deterministic for one build, Python and input, so it does not move with
 the machine's load the way a timing does: a count more than 5% over the committed
@@ -29,8 +30,12 @@ from veter import _core
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks" / "micro"))
 
-from core_path import SCENARIOS  # noqa: E402
+from core_path import SCENARIOS as HTTP1_SCENARIOS  # noqa: E402
+from h2_path import H2_SCENARIOS  # noqa: E402
 from instructions import per_request  # noqa: E402
+
+#: HTTP/1.1's scenarios (core_path.py) and HTTP/2's (h2_path.py: 16 streams a read).
+SCENARIOS = {**HTTP1_SCENARIOS, **H2_SCENARIOS}
 
 BUDGETS = json.loads((Path(__file__).with_name("budgets.json")).read_text())
 TOLERANCE = 0.05
