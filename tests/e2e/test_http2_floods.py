@@ -38,6 +38,9 @@ import pytest
 from . import h2frames as f
 from .processes import ROOT, Proc, children_of, wait_until
 
+# A minute of attacks: on the first Python only, with the other load tests.
+pytestmark = [pytest.mark.slow]
+
 MiB = 1 << 20
 # How long each attack runs (the zero-window stall runs until the server ends it).
 ATTACK_SECONDS = 1.0
