@@ -172,8 +172,10 @@ def _write(sock: socket.socket, case: H2Case, state: State, deadline: float, err
                 wait(lambda: state.closed or all(state.done(s) for s in state.opened))
                 continue
             sid = case.stream_id(f.index) if f.index is not None and f.index < len(case.requests) else 0
-            if f.kind in ("data", "trailers", "rst", "window") and sid and sid in state.reset_by_server:
-                continue  # the server reset the stream: the client stops sending on it
+            if f.kind in ("data", "rst", "window") and sid and sid in state.reset_by_server:
+                # The server reset the stream: the client stops sending on it. Header
+                # blocks (trailers) still go: they change the HPACK table both sides keep.
+                continue
             if f.kind == "window" and sid and sid in state.responded:
                 continue  # the stream may be closed by now
             if f.kind == "data" and f.flow:

@@ -22,13 +22,16 @@ _handle_events = H2Protocol._handle_events
 
 
 async def _mended(self: H2Protocol, events: list[Any]) -> None:
-    kept = []
+    # One event at a time: a stream is known once the RequestReceived before its
+    # DATA is handled, and forgotten once its app has answered.
     for event in events:
         if isinstance(event, h2.events.DataReceived) and event.stream_id not in self.streams:
             self.connection.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            await self._flush()
             continue
-        kept.append(event)
-    await _handle_events(self, kept)
+        await _handle_events(self, [event])
+    if not events:
+        await _handle_events(self, [])
 
 
 H2Protocol._handle_events = _mended  # type: ignore[method-assign]

@@ -508,8 +508,8 @@ def allowed(ctx: Context) -> str | None:
 
 # ---------------------------------------------------------------------------
 # HTTP/2: veter-asgi against Hypercorn, the same frames to both (h2cases.py,
-# h2wire.py). Per stream: the answer as the client got it and the app's record;
-# then how the connection ended.
+# h2wire.py). Streams are independent: every stream whose views differ must be
+# explained (h2run.compare), then how the connection ended.
 
 H2_NORMALISATIONS = {
     "h2-server-headers": "date, server and veter's x-request-id are each server's own",
@@ -519,6 +519,13 @@ H2_NORMALISATIONS = {
     "h2-field-order": "the fields of the app's scope and of the answer are compared sorted by name, "
     "fields of the same name kept in their order (RFC 9110 5.3: only that order carries meaning); "
     "veter puts content-length last, Hypercorn where the client sent it",
+    "h2-chunked-marker": "veter's app sees transfer-encoding: chunked among the fields of a request "
+    "that has a body and no content-length: each stream is served by an HTTP/1.1 connection, where "
+    "such a body is chunked (docs/design.md, HTTP/2); Hypercorn passes the fields as they came. The "
+    "field is dropped from veter's record before comparing (only for such a request)",
+    "h2-receive-after-answer": "a receive() after the answer: veter says http.disconnect (the ASGI "
+    "spec's words), Hypercorn hands over the body's messages the app left unread first ('more', "
+    "'end'); only an http.disconnect or a timeout is compared",
     "h2-server-error-page": "an answer the server makes itself (no x-probe-id) is compared by status only",
     "h2-malformed-refusal": "a malformed request (RFC 9113 8.1.1) is refused when the stream is reset "
     "with PROTOCOL_ERROR or the connection ends with GOAWAY PROTOCOL_ERROR (5.4.2: an endpoint may treat "
@@ -529,6 +536,10 @@ H2_NORMALISATIONS = {
     "and digest are not compared (that the app saw no end is, on each server alone)",
     "h2-client-reset-answer": "what the client got on a stream after resetting it itself is timing "
     "(the server may have answered part or all first): not compared",
+    "hypercorn-data-after-answer": "Hypercorn 0.18 raises KeyError on DATA for a stream whose app has "
+    "answered (a body it left unread), which drops the connection and leaves the other streams' apps "
+    "waiting forever; the fuzzer runs it with that mended (hypercorn_h2.py: such DATA is dropped and "
+    "its window given back)",
 }
 
 
@@ -547,17 +558,14 @@ def h2_answer_view(
         return {"malformed": "refused"}  # h2-malformed-refusal
     if result is None:
         return None
-    view: dict[str, Any] = {"status": result.status}
-    own = result.header("x-probe-id") is not None
-    if result.status is not None and (result.status >= 400 and not own):
-        view["outcome"] = _outcome(result)
+    view: dict[str, Any] = {"status": result.status, "outcome": _outcome(result)}
+    if result.status is not None and result.status >= 400 and result.header("x-probe-id") is None:
         return view  # h2-server-error-page
     dropped = {"date", "server", "x-request-id", "content-length"}
     view["headers"] = _sorted_fields([(n, v) for n, v in result.headers if n not in dropped])
     view["body"] = (result.body_len, result.body_sha)
     view["trailers"] = result.trailers
     view["interim"] = result.interim
-    view["outcome"] = _outcome(result)
     return view
 
 
@@ -574,8 +582,7 @@ def h2_refused(case: H2Case, exchange: H2Exchange, index: int) -> bool:
         return False
     if result is not None and result.reset == "PROTOCOL_ERROR":
         return True
-    sid = case.stream_id(index)
-    return exchange.end == "goaway:PROTOCOL_ERROR" and (result is None or not result.ended) and sid > 0
+    return exchange.end == "goaway:PROTOCOL_ERROR" and (result is None or not result.ended)
 
 
 def h2_record_view(case: H2Case, index: int, record: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -587,7 +594,11 @@ def h2_record_view(case: H2Case, index: int, record: dict[str, Any] | None) -> d
         view.pop("body_len", None)  # h2-broken-body-prefix
         view.pop("body_sha", None)
     headers = [tuple(h) for h in view.get("headers", [])]
+    if request.declared_length() is None:
+        headers = [h for h in headers if h != ("transfer-encoding", "chunked")]  # h2-chunked-marker
     view["headers"] = _sorted_fields(headers)
+    if view.get("after") in ("more", "end"):
+        view["after"] = "http.disconnect"  # h2-receive-after-answer
     return view
 
 
@@ -602,7 +613,7 @@ class H2Side:
 @dataclass
 class H2Context:
     case: H2Case
-    index: int  # the request whose view first differs (len(requests): the end state)
+    index: int  # a request whose views differ (len(requests): the end state)
     veter: H2Side
     peer: H2Side
 
@@ -613,22 +624,15 @@ class H2Context:
     def result(self, side: H2Side) -> StreamResult | None:
         return side.exchange.streams.get(self.index)
 
+    def record(self, side: H2Side) -> dict[str, Any] | None:
+        return h2_record_view(self.case, self.index, side.records.get(self.index))
 
-def _h2_chunked_marker(ctx: H2Context) -> bool:
-    """The only difference in the app's record is veter's transfer-encoding: chunked."""
-    request = ctx.request
-    if request is None or request.declared_length() is not None:
-        return False
-    mine = h2_record_view(ctx.case, ctx.index, ctx.veter.records.get(ctx.index))
-    theirs = h2_record_view(ctx.case, ctx.index, ctx.peer.records.get(ctx.index))
-    if mine is None or theirs is None:
-        return False
-    mine["headers"] = [h for h in mine["headers"] if h != ("transfer-encoding", "chunked")]
-    if mine != theirs:
-        return False
-    return h2_answer_view(ctx.case, ctx.veter.exchange, ctx.index, ctx.result(ctx.veter)) == h2_answer_view(
-        ctx.case, ctx.peer.exchange, ctx.index, ctx.result(ctx.peer)
-    )
+
+@dataclass(frozen=True)
+class H2Difference:
+    name: str
+    why: str
+    applies: Callable[[H2Context], bool]
 
 
 def _h2_malformed_goaway(ctx: H2Context) -> bool:
@@ -642,21 +646,71 @@ def _h2_malformed_goaway(ctx: H2Context) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class H2Difference:
-    name: str
-    why: str
-    applies: Callable[[H2Context], bool]
+def _h2_answered_before_the_break(ctx: H2Context) -> bool:
+    """A body malformed by its length (cl-more, cl-less) that the app did not read
+    to the end: one server's app answered before the break arrived (its client has
+    the app's whole answer), the other refused the stream first."""
+    request = ctx.request
+    if request is None or request.malformed not in BODY_MALFORMED or request.read == "all":
+        return False
+    views = [h2_answer_view(ctx.case, s.exchange, ctx.index, ctx.result(s)) for s in (ctx.veter, ctx.peer)]
+    # The app's answer whole, or cut by the reset that refused the stream once the break came.
+    answered = [
+        v
+        for v in views
+        if v and v.get("outcome") in ("end", "reset:PROTOCOL_ERROR") and v.get("status") == 200
+    ]
+    refused = [v for v in views if v == {"malformed": "refused"}]
+    return len(answered) == 1 and len(refused) == 1 and ctx.record(ctx.veter) == ctx.record(ctx.peer)
+
+
+def _h2_malformed_body_unseen(ctx: H2Context) -> bool:
+    """A request whose head is fine and whose DATA break its content-length: both
+    refused it, one server's app was called (and saw no end), the other's not."""
+    request = ctx.request
+    if request is None or request.malformed not in BODY_MALFORMED:
+        return False
+    refused = all(h2_refused(ctx.case, s.exchange, ctx.index) for s in (ctx.veter, ctx.peer))
+    records = [ctx.record(s) for s in (ctx.veter, ctx.peer)]
+    return refused and records.count(None) == 1
+
+
+def _hypercorn_stuck_call(ctx: H2Context) -> bool:
+    """Hypercorn's app call for this request was still running when the fence gave
+    up waiting (its record is missing); veter's finished."""
+    return (
+        ctx.index < len(ctx.case.requests)
+        and ctx.peer.records.get(ctx.index) is None
+        and ctx.case.ident(ctx.index) in ctx.peer.running
+        and ctx.veter.records.get(ctx.index) is not None
+    )
+
+
+def _hypercorn_no_second_disconnect(ctx: H2Context) -> bool:
+    """The app saw http.disconnect (the client reset the stream), answered, and
+    called receive() again: veter said http.disconnect again, Hypercorn nothing
+    (the probe's receive() timed out)."""
+    mine, theirs = ctx.record(ctx.veter), ctx.record(ctx.peer)
+    if mine is None or theirs is None or theirs.get("after") != "timeout":
+        return False
+    if "disconnect" not in theirs.get("events", []) or mine.get("after") != "http.disconnect":
+        return False
+    return {**mine, "after": None} == {**theirs, "after": None}
+
+
+def _hypercorn_drops_connection(ctx: H2Context) -> bool:
+    """The end state: Hypercorn closed the connection without a GOAWAY, veter kept it."""
+    return (
+        ctx.request is None and ctx.veter.exchange.end == "open" and ctx.peer.exchange.end in ("eof", "reset")
+    )
+
+
+def _hypercorn_hang(ctx: H2Context) -> bool:
+    """Hypercorn neither finished nor closed within the case's time, veter did."""
+    return ctx.peer.exchange.end == "timeout" and ctx.veter.exchange.end != "timeout"
 
 
 H2_DIFFERENCES: list[H2Difference] = [
-    H2Difference(
-        "h2-chunked-marker",
-        "a request without content-length reaches the app with transfer-encoding: chunked in its "
-        "headers: veter serves each stream by an HTTP/1.1 connection, and a body of unknown length "
-        "is chunked there (docs/design.md, HTTP/2); Hypercorn passes the fields as they came",
-        _h2_chunked_marker,
-    ),
     H2Difference(
         "h2-malformed-goaway",
         "a malformed request: veter resets its stream (RFC 9113 8.1.1) and keeps the connection; "
@@ -664,11 +718,74 @@ H2_DIFFERENCES: list[H2Difference] = [
         "PROTOCOL_ERROR, allowed by 5.4.2)",
         _h2_malformed_goaway,
     ),
+    H2Difference(
+        "h2-answered-before-the-break",
+        "a body whose content-length the DATA break, and an app that does not read it all: whether "
+        "the app's answer leaves before the break is found is timing; a server that found it first "
+        "refuses the stream (PROTOCOL_ERROR), the other has sent the app's whole answer",
+        _h2_answered_before_the_break,
+    ),
+    H2Difference(
+        "h2-malformed-body-unseen",
+        "a request whose head is fine and whose DATA break its content-length: the h2 package under "
+        "Hypercorn drops the head's event too when the break comes in the same read, so its app may "
+        "never be called; veter calls the app with the head and tells it the stream is gone",
+        _h2_malformed_body_unseen,
+    ),
+    H2Difference(
+        "hypercorn-stuck-call",
+        "Hypercorn's app call for the request was still running after the client was done and the "
+        "fence's wait (a stream reset or a dropped connection it does not tell the app of while the "
+        "app sends); veter's call finished",
+        _hypercorn_stuck_call,
+    ),
+    H2Difference(
+        "hypercorn-no-second-disconnect",
+        "after http.disconnect (the client reset the stream) and its answer, the app's next receive() "
+        "gets http.disconnect again from veter (ASGI: every receive() after a disconnect says so) and "
+        "nothing from Hypercorn",
+        _hypercorn_no_second_disconnect,
+    ),
+    H2Difference(
+        "hypercorn-drops-connection",
+        "Hypercorn closed the connection without GOAWAY (RFC 9113 5.4.1 asks for one) when every stream "
+        "was done, often with an app call it never ended (seen with trailers and PRIORITY frames on "
+        "streams it had finished); veter kept the connection open",
+        _hypercorn_drops_connection,
+    ),
+    H2Difference(
+        "hypercorn-hang",
+        "Hypercorn stops reading the whole connection while one stream's app leaves its body unread "
+        "(its app queue holds 10 messages), so WINDOW_UPDATEs that other streams' answers wait for "
+        "are not read: the client waits out the case's time; veter finishes (the peer's fault)",
+        _hypercorn_hang,
+    ),
 ]
+
+
+def _h2_answer_reset_early(ctx: H2Context) -> bool:
+    """veter reset the stream with NO_ERROR after the app's answer but before all of
+    its DATA went out (it waited for the client's window): the client holds part of
+    the answer and no END_STREAM."""
+    result = ctx.result(ctx.veter)
+    return (
+        result is not None
+        and result.header("x-probe-id") is not None
+        and not result.ended
+        and result.reset == "NO_ERROR"
+    )
+
 
 # Open veter bugs the HTTP/2 run found, each with its xfail test in
 # tests/hosted/test_fuzz_findings.py (as KNOWN_BUGS above).
-H2_KNOWN_BUGS: list[H2Difference] = []
+H2_KNOWN_BUGS: list[H2Difference] = [
+    H2Difference(
+        "test_h2_answer_outlives_the_reset_of_an_unread_body",
+        "the RST_STREAM NO_ERROR of an unread body discards the answer's DATA still waiting for "
+        "the client's window",
+        _h2_answer_reset_early,
+    ),
+]
 
 
 def h2_allowed(ctx: H2Context) -> str | None:
