@@ -16,6 +16,9 @@ import socket
 import threading
 from collections.abc import Iterator
 
+import h2.config
+import h2.connection
+import h2.events
 import pytest
 
 from tests.hosted.fuzz.servers import VETER, Server
@@ -181,3 +184,43 @@ def test_fence_answers_json(servers: dict[str, Server]) -> None:
             sock.sendall(b"GET /fence HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             data, _ = _read_to_end(sock)
         assert set(json.loads(data.partition(b"\r\n\r\n")[2])) == {"records", "running"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="src/protocol/h2/session.rs finish_stream: an answer complete from the app while its request "
+    "body is unread gets RST_STREAM NO_ERROR at once, and the reset drops the answer's DATA that still "
+    "waits in the core for the client's flow-control window (RFC 9113 8.1: NO_ERROR after a complete answer)",
+)
+def test_h2_answer_outlives_the_reset_of_an_unread_body(servers: dict[str, Server]) -> None:
+    """HTTP/2 seed 1 case 16 (python -m tests.hosted.fuzz --http2; also 1-4, 1-14, 3-54).
+    A POST whose 11-byte body is still on its way (here: sent once the answer has
+    begun) and that the app does not read; the app answers 70,000 bytes, more than
+    the client's initial window of 65,535. veter sends the first 65,535 bytes, then
+    RST_STREAM NO_ERROR: the client, which opens its window as it reads, never gets
+    the rest nor END_STREAM. Hypercorn sends it all."""
+    client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    client.initiate_connection()
+    client.send_headers(1, [(":method", "POST"), (":scheme", "http"), (":authority", "x"),
+                            (":path", "/p/r?id=r&read=none&answer=sized&n=1&size=70000"),
+                            ("content-length", "11")])  # fmt: skip
+    body = bytearray()
+    ended = reset = None
+    with _connect(servers["asgi"].port) as sock:
+        sock.sendall(client.data_to_send())
+        while ended is None and reset is None:
+            data = sock.recv(65536)
+            if not data:
+                break
+            for event in client.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    client.send_data(1, b"hello world", end_stream=True)
+                elif isinstance(event, h2.events.DataReceived):
+                    body += event.data
+                    client.acknowledge_received_data(event.flow_controlled_length, 1)
+                elif isinstance(event, h2.events.StreamEnded):
+                    ended = True
+                elif isinstance(event, h2.events.StreamReset):
+                    reset = event.error_code
+            sock.sendall(client.data_to_send())
+    assert (len(body), ended, reset) == (70_000, True, None)
