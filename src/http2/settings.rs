@@ -64,7 +64,7 @@ pub struct Config {
     /// (CVE-2019-9512/9515/9518).
     pub max_control_frames_per_window: u32,
     /// Control frames the client's frames call for (PING and SETTINGS acks,
-    /// RST_STREAM) queued for the writer and not taken yet, in bytes: above it,
+    /// `RST_STREAM`) queued for the writer and not taken yet, in bytes: above it,
     /// GOAWAY `ENHANCE_YOUR_CALM` (a client that sends pings and does not read).
     pub max_queued_control_bytes: usize,
     /// A stream whose buffered body went over this gets `Event::Writable` when
