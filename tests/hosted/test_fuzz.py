@@ -2,7 +2,8 @@
 fixed seeds for a bounded time (VETER_FUZZ_SECONDS in all, 60 by default), or one
 seed (VETER_FUZZ_SEED), or one case of it (VETER_FUZZ_CASE). A failure prints
 the seed, the case, its bytes and the difference; the long run is
-``python -m tests.hosted.fuzz --minutes 30``."""
+``python -m tests.hosted.fuzz --minutes 30``. The second test is the HTTP/2 run
+(veter's h2c against Hypercorn, the same time again; ``--http2`` for its long run)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.hosted.fuzz.__main__ import SEEDS
+from tests.hosted.fuzz.h2run import run_h2
 from tests.hosted.fuzz.run import run
-from tests.hosted.fuzz.servers import PEERS, VETER, Server, start
+from tests.hosted.fuzz.servers import H2_PEER, PEERS, VETER, Server, start
 
 pytest.importorskip("uvicorn")
 pytest.importorskip("gunicorn")
@@ -40,6 +42,27 @@ def servers() -> Iterator[dict[str, Server]]:
 def test_hosted_apps_agree_with_uvicorn_and_gunicorn(servers: dict[str, Server], seed: int) -> None:
     case = int(ONE_CASE) if ONE_CASE else None
     report = run(servers, [seed], SECONDS / len(RUN_SEEDS), only_case=case)
+    print(report.summary())
+    assert sum(report.cases.values()) > 0
+    assert not report.failures, "\n\n".join(report.failures) + "\n\n" + report.summary()
+
+
+@pytest.fixture(scope="module")
+def h2_servers() -> Iterator[dict[str, Server]]:
+    pytest.importorskip("hypercorn")
+    started = start([VETER["asgi"], H2_PEER])
+    try:
+        yield started
+    finally:
+        for server in started.values():
+            server.close()
+
+
+@pytest.mark.parametrize("seed", RUN_SEEDS)
+def test_hosted_asgi_over_http2_agrees_with_hypercorn(h2_servers: dict[str, Server], seed: int) -> None:
+    """The same h2c frames to veter and to Hypercorn (h2cases.py, h2wire.py)."""
+    case = int(ONE_CASE) if ONE_CASE else None
+    report = run_h2(h2_servers, [seed], SECONDS / len(RUN_SEEDS), only_case=case)
     print(report.summary())
     assert sum(report.cases.values()) > 0
     assert not report.failures, "\n\n".join(report.failures) + "\n\n" + report.summary()
