@@ -46,9 +46,19 @@ printed, never silent) and KNOWN_BUGS (open veter bugs, each with its xfail test
 in tests/hosted/test_fuzz_findings.py). Checks on veter alone: no app call left
 running, no framing defect, no malformed body's end reaching the app, no hang.
 
+HTTP/2 (h2cases.py, h2wire.py, h2run.py): the same probe ASGI app on veter (h2c
+with prior knowledge) and on Hypercorn (hypercorn_h2.py: with one bug of its own
+mended). A case is one connection of 1-5 interleaved streams, its frames made with
+the ``h2`` package (by hand for CONTINUATION); the client waits for the server's
+flow-control windows, stops sending on a stream the server reset, opens its own
+window as it reads, and ends with a PING to see whether the connection is still
+usable. Every stream whose views differ must be explained by a rule (streams are
+independent), then the end state; rules.py's H2_* tables hold the rules.
+
 Running: ``tests/hosted/test_fuzz.py`` (``make test``, Python 3.11 only: marked
 slow) runs the fixed seeds of __main__.SEEDS for VETER_FUZZ_SECONDS (60) in all;
 VETER_FUZZ_SEED and VETER_FUZZ_CASE replay one. ``python -m tests.hosted.fuzz
---minutes 30`` is the long run. A failure prints its seed and case, the case's
-requests and bytes, and the two sides' views where they first differ.
+--minutes 30`` is the long run, ``--http2`` the HTTP/2 one. A failure prints its
+seed and case, the case's requests and bytes, and the two sides' views where they
+first differ.
 """

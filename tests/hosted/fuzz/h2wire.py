@@ -6,8 +6,9 @@ defect, not repaired).
 The bytes are the case's, the same to every server, with three concessions to
 the protocol, each made as any client makes it: a DATA frame waits until the
 server's flow-control windows allow it (its SETTINGS, its WINDOW_UPDATEs); a
-stream the server reset gets no more frames (RFC 9113 8.1: the client stops
-sending); a "barrier" waits until every stream opened before it is done. The
+stream the server reset gets no more DATA, WINDOW_UPDATE or RST_STREAM (RFC 9113
+8.1: the client stops sending; its trailers still go, as their header block
+changes the HPACK table); a "barrier" waits until every stream opened before it is done. The
 client's own window is replenished as the server's DATA is read (WINDOW_UPDATE
 frames between the case's frames, never inside one). Once every stream is done,
 a PING tells whether the connection is still usable.
