@@ -653,15 +653,27 @@ def _h2_answered_before_the_break(ctx: H2Context) -> bool:
     request = ctx.request
     if request is None or request.malformed not in BODY_MALFORMED or request.read == "all":
         return False
-    views = [h2_answer_view(ctx.case, s.exchange, ctx.index, ctx.result(s)) for s in (ctx.veter, ctx.peer)]
-    # The app's answer whole, or cut by the reset that refused the stream once the break came.
-    answered = [
-        v
-        for v in views
-        if v and v.get("outcome") in ("end", "reset:PROTOCOL_ERROR") and v.get("status") == 200
-    ]
-    refused = [v for v in views if v == {"malformed": "refused"}]
-    return len(answered) == 1 and len(refused) == 1 and ctx.record(ctx.veter) == ctx.record(ctx.peer)
+    answered = [_answered(ctx, s) for s in (ctx.veter, ctx.peer)]
+    refused = [_refused_or_cut(ctx, s) for s in (ctx.veter, ctx.peer)]
+    one_each = (answered[0] and refused[1]) or (answered[1] and refused[0])
+    return one_each and ctx.record(ctx.veter) == ctx.record(ctx.peer)
+
+
+def _answered(ctx: H2Context, side: H2Side) -> bool:
+    """The app's answer whole, or cut by the reset that refused the stream once the break came."""
+    result = ctx.result(side)
+    return (
+        result is not None
+        and result.header("x-probe-id") is not None
+        and (result.ended or result.reset == "PROTOCOL_ERROR")
+    )
+
+
+def _refused_or_cut(ctx: H2Context, side: H2Side) -> bool:
+    """Refused, or the app's answer cut by GOAWAY PROTOCOL_ERROR."""
+    result = ctx.result(side)
+    cut = result is not None and not result.ended and side.exchange.end == "goaway:PROTOCOL_ERROR"
+    return cut or h2_refused(ctx.case, side.exchange, ctx.index)
 
 
 def _h2_malformed_body_unseen(ctx: H2Context) -> bool:
@@ -699,10 +711,12 @@ def _hypercorn_no_second_disconnect(ctx: H2Context) -> bool:
 
 
 def _hypercorn_drops_connection(ctx: H2Context) -> bool:
-    """The end state: Hypercorn closed the connection without a GOAWAY, veter kept it."""
-    return (
-        ctx.request is None and ctx.veter.exchange.end == "open" and ctx.peer.exchange.end in ("eof", "reset")
-    )
+    """Hypercorn closed the connection without a GOAWAY, veter kept it: the end
+    state, or a stream the peer's client got no whole answer on."""
+    if ctx.veter.exchange.end != "open" or ctx.peer.exchange.end not in ("eof", "reset"):
+        return False
+    theirs = ctx.result(ctx.peer)
+    return ctx.request is None or theirs is None or not theirs.ended
 
 
 def _hypercorn_hang(ctx: H2Context) -> bool:
@@ -748,9 +762,9 @@ H2_DIFFERENCES: list[H2Difference] = [
     ),
     H2Difference(
         "hypercorn-drops-connection",
-        "Hypercorn closed the connection without GOAWAY (RFC 9113 5.4.1 asks for one) when every stream "
-        "was done, often with an app call it never ended (seen with trailers and PRIORITY frames on "
-        "streams it had finished); veter kept the connection open",
+        "Hypercorn closed the connection without GOAWAY (RFC 9113 5.4.1 asks for one), often with an "
+        "app call it never ended (seen with trailers and PRIORITY frames on streams it had finished), "
+        "so later streams got nothing; veter kept the connection open",
         _hypercorn_drops_connection,
     ),
     H2Difference(
