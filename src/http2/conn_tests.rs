@@ -526,3 +526,32 @@ fn informational_responses_and_trailers_go_out() {
     );
     assert_eq!(c.conn.open_streams(), 0);
 }
+
+#[test]
+fn a_discarded_body_is_reset_only_after_the_whole_answer_is_out() {
+    // The client's window is 10 bytes; the app answers 13 and will not read the body.
+    let mut c = Client::new(&Config::default());
+    c.send(&settings(&[(4, 10)]));
+    let h = c.headers(1, &request("/", "POST"), false);
+    c.send(&h);
+    c.frames();
+    c.events();
+    c.conn.send_headers(1, 200, &[], false);
+    c.conn.send_data(1, b"0123456789abc", true);
+    c.conn.discard_body(1);
+    let out = c.frames();
+    assert!(resets(&out).is_empty(), "reset before the answer was out");
+    assert_eq!(c.conn.buffered(1), 3);
+    // DATA the client still sends is dropped, not handed out.
+    c.send(&data(1, b"body", false));
+    assert!(c.events().is_empty());
+    c.send(&window_update(1, 100));
+    let out = c.frames();
+    let last = out.iter().filter(|f| f.kind == kind::DATA).last().unwrap();
+    assert_eq!(
+        (last.payload.as_slice(), last.flags & flag::END_STREAM),
+        (&b"abc"[..], flag::END_STREAM)
+    );
+    assert_eq!(resets(&out), [(1, ErrorCode::NoError)]);
+    assert_eq!(c.conn.open_streams(), 0);
+}

@@ -186,12 +186,6 @@ def test_fence_answers_json(servers: dict[str, Server]) -> None:
         assert set(json.loads(data.partition(b"\r\n\r\n")[2])) == {"records", "running"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src/protocol/h2/session.rs finish_stream: an answer complete from the app while its request "
-    "body is unread gets RST_STREAM NO_ERROR at once, and the reset drops the answer's DATA that still "
-    "waits in the core for the client's flow-control window (RFC 9113 8.1: NO_ERROR after a complete answer)",
-)
 def test_h2_answer_outlives_the_reset_of_an_unread_body(servers: dict[str, Server]) -> None:
     """HTTP/2 seed 1 case 16 (python -m tests.hosted.fuzz --http2; also 1-4, 1-14, 3-54).
     A POST whose 11-byte body is still on its way (here: sent once the answer has

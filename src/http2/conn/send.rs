@@ -148,6 +148,24 @@ impl Connection {
         }
     }
 
+    /// The answer is complete (or will be) and the rest of the request's body will
+    /// not be read: DATA that still comes is dropped (its window given back), and
+    /// the stream is reset with `NO_ERROR` (section 8.1) once the answer's
+    /// `END_STREAM` is out, not before, so no answer byte waiting for the client's
+    /// window is lost.
+    pub fn discard_body(&mut self, stream: u32) {
+        if self.dead {
+            return;
+        }
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        s.discard = true;
+        if s.send_closed && !s.recv_closed {
+            self.reset_stream(stream, ErrorCode::NoError);
+        }
+    }
+
     /// GOAWAY with the highest stream accepted: streams opened after it are
     /// ignored. With `NO_ERROR` the open streams finish; any other code ends the
     /// connection now.

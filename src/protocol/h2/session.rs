@@ -420,7 +420,7 @@ impl Session {
         };
         if !link.body_read() {
             // The answer came first (RFC 9113 8.1): the client stops sending.
-            self.core.reset(stream, ErrorCode::NoError);
+            self.core.discard_body(stream);
             return After::Lose(link.conn);
         }
         let mut t = link.transport.bind(py).borrow_mut();
@@ -459,7 +459,7 @@ impl Session {
                         // A WebSocket's client ends its side after the close
                         // handshake: no reset cuts it short.
                         if !link.body_read() && link.body != BodyMode::Tunnel {
-                            core.reset(stream, ErrorCode::NoError);
+                            core.discard_body(stream);
                         }
                     }
                     _ => core.reset(stream, ErrorCode::InternalError),
