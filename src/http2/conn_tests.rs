@@ -547,7 +547,7 @@ fn a_discarded_body_is_reset_only_after_the_whole_answer_is_out() {
     assert!(c.events().is_empty());
     c.send(&window_update(1, 100));
     let out = c.frames();
-    let last = out.iter().filter(|f| f.kind == kind::DATA).last().unwrap();
+    let last = out.iter().rfind(|f| f.kind == kind::DATA).unwrap();
     assert_eq!(
         (last.payload.as_slice(), last.flags & flag::END_STREAM),
         (&b"abc"[..], flag::END_STREAM)
