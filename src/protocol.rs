@@ -352,10 +352,17 @@ impl Connection {
         start: usize,
         mut head: Head,
     ) -> PyResult<()> {
+        let data = chunk.as_bytes();
         if self.h2_stream {
             head.version = Version::Http2;
+            // The chunked framing `http2::as_h1` gives a body of unknown length is
+            // this connection's own: HTTP/2 has no Transfer-Encoding to show the app.
+            if head.body == BodyKind::Chunked {
+                let at = &data[start..];
+                head.headers
+                    .retain(|h| !at[h.name.clone()].eq_ignore_ascii_case(b"transfer-encoding"));
+            }
         }
-        let data = chunk.as_bytes();
         if head.upgrade && self.wants_h2c(&head, &data[start..]) {
             self.core.upgrade(data, pos);
             return Ok(());

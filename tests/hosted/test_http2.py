@@ -55,6 +55,9 @@ def test_asgi_scope_and_bodies(asgi: Proc) -> None:
         names = [n for n, _ in scope["headers"]]
         assert "x-test" in names and "host" in names
         assert not any(n.startswith(":") for n in names), "pseudo-headers reached the app"
+        # A body of unknown length: no transfer-encoding (HTTP/2 has none) in the scope.
+        scope = c.post("/scope", content=iter([b"a", b"b"])).json()
+        assert "transfer-encoding" not in [n for n, _ in scope["headers"]]
         body = bytes(range(256)) * 2000
         assert c.post("/echo", content=body).content == body
         assert (

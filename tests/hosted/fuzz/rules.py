@@ -519,10 +519,6 @@ H2_NORMALISATIONS = {
     "h2-field-order": "the fields of the app's scope and of the answer are compared sorted by name, "
     "fields of the same name kept in their order (RFC 9110 5.3: only that order carries meaning); "
     "veter puts content-length last, Hypercorn where the client sent it",
-    "h2-chunked-marker": "veter's app sees transfer-encoding: chunked among the fields of a request "
-    "that has a body and no content-length: each stream is served by an HTTP/1.1 connection, where "
-    "such a body is chunked (docs/design.md, HTTP/2); Hypercorn passes the fields as they came. The "
-    "field is dropped from veter's record before comparing (only for such a request)",
     "h2-receive-after-answer": "a receive() after the answer: veter says http.disconnect (the ASGI "
     "spec's words), Hypercorn hands over the body's messages the app left unread first ('more', "
     "'end'); only an http.disconnect or a timeout is compared",
@@ -594,8 +590,6 @@ def h2_record_view(case: H2Case, index: int, record: dict[str, Any] | None) -> d
         view.pop("body_len", None)  # h2-broken-body-prefix
         view.pop("body_sha", None)
     headers = [tuple(h) for h in view.get("headers", [])]
-    if request.declared_length() is None:
-        headers = [h for h in headers if h != ("transfer-encoding", "chunked")]  # h2-chunked-marker
     view["headers"] = _sorted_fields(headers)
     if view.get("after") in ("more", "end"):
         view["after"] = "http.disconnect"  # h2-receive-after-answer
