@@ -103,6 +103,10 @@ def servers() -> Iterator[Servers]:
 
     def start(app: veter.App, **settings: Any) -> RunningServer:
         fds = open_fds()
+        # The corpus is HTTP/1.1's: its h2c upgrade case (upgrade/h2c) checks how
+        # such a request is read and served when the upgrade is declined. The
+        # upgrade itself is tests/e2e/test_http2.py's.
+        settings.setdefault("h2c_upgrade", False)
         running = RunningServer(app, app.config.with_(host="127.0.0.1", port=0, **settings)).start()
         started.append((running, fds))
         return running
