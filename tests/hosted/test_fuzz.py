@@ -8,7 +8,8 @@ the seed, the case, its bytes and the difference; the long run is
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -28,9 +29,9 @@ RUN_SEEDS = [int(ONE_SEED)] if ONE_SEED else list(SEEDS)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(SECONDS / len(RUN_SEEDS) + 120)]
 
 
-@pytest.fixture(scope="module")
-def servers() -> Iterator[dict[str, Server]]:
-    started = start([*VETER.values(), *PEERS])
+def serving(plans: list[Any]) -> Iterator[dict[str, Server]]:
+    """The servers of ``plans``, started, then closed."""
+    started = start(plans)
     try:
         yield started
     finally:
@@ -38,31 +39,31 @@ def servers() -> Iterator[dict[str, Server]]:
             server.close()
 
 
-@pytest.mark.parametrize("seed", RUN_SEEDS)
-def test_hosted_apps_agree_with_uvicorn_and_gunicorn(servers: dict[str, Server], seed: int) -> None:
+def run_seed(runner: Callable[..., Any], servers: dict[str, Server], seed: int) -> None:
+    """One seed's share of the time through ``runner``; every case must agree."""
     case = int(ONE_CASE) if ONE_CASE else None
-    report = run(servers, [seed], SECONDS / len(RUN_SEEDS), only_case=case)
+    report = runner(servers, [seed], SECONDS / len(RUN_SEEDS), only_case=case)
     print(report.summary())
     assert sum(report.cases.values()) > 0
     assert not report.failures, "\n\n".join(report.failures) + "\n\n" + report.summary()
 
 
 @pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, Server]]:
+    yield from serving([*VETER.values(), *PEERS])
+
+
+@pytest.mark.parametrize("seed", RUN_SEEDS)
+def test_hosted_apps_agree_with_uvicorn_and_gunicorn(servers: dict[str, Server], seed: int) -> None:
+    run_seed(run, servers, seed)
+
+
+@pytest.fixture(scope="module")
 def h2_servers() -> Iterator[dict[str, Server]]:
-    pytest.importorskip("hypercorn")
-    started = start([VETER["asgi"], H2_PEER])
-    try:
-        yield started
-    finally:
-        for server in started.values():
-            server.close()
+    yield from serving([VETER["asgi"], H2_PEER])
 
 
 @pytest.mark.parametrize("seed", RUN_SEEDS)
 def test_hosted_asgi_over_http2_agrees_with_hypercorn(h2_servers: dict[str, Server], seed: int) -> None:
     """The same h2c frames to veter and to Hypercorn (h2cases.py, h2wire.py)."""
-    case = int(ONE_CASE) if ONE_CASE else None
-    report = run_h2(h2_servers, [seed], SECONDS / len(RUN_SEEDS), only_case=case)
-    print(report.summary())
-    assert sum(report.cases.values()) > 0
-    assert not report.failures, "\n\n".join(report.failures) + "\n\n" + report.summary()
+    run_seed(run_h2, h2_servers, seed)
