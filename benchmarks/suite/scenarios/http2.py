@@ -1,5 +1,20 @@
 """HTTP/2 over cleartext (h2c, prior knowledge): veter against Granian, uvicorn (zttp),
-Hypercorn and nginx, 100 connections of 16 streams each."""
+Hypercorn and nginx, 100 connections of 16 streams each.
+
+uvicorn's HTTP/2 (`--http zttp --http2`) serves at most 4,096 streams on one connection:
+zttp caps the streams a peer may ever open on a connection (`Limits.max_streams = 4096`
+in its src/core/h2/connection.zig, checked in `openPeerStream`; a guard against Rapid
+Reset, CVE-2023-44487) and answers the 4,097th with GOAWAY ENHANCE_YOUR_CALM, which
+uvicorn logs as "HTTP/2 flood detected (enhance your calm)". The cap is a count, not a
+rate: one request at a time trips it as surely as 16. Neither zttp (its HTTP/2
+`Connection` takes no limits) nor uvicorn (no flag) can change it. h2load neither retries
+the refused streams nor reconnects, so each connection ends with its 16 in-flight streams
+errored and stays closed for the rest of the run; a closed-loop cell of uvicorn's fails
+once its connections have carried 4,096 requests each (100 x 4,096 = 409,600 in all) in
+its warm-up plus window. That is a limit of the peer a long-lived client meets too, not of this harness, so the
+cell shows it as a failure (nginx's own per-connection cap, `keepalive_requests`, is a
+setting, raised for it in nginx.py).
+"""
 
 from pathlib import Path
 from typing import Any
@@ -30,7 +45,10 @@ any request fail (non-2xx, stream or connection error, timeout) in any run. CPU 
 request: h2load at a fixed rate (100 connections, `--rps` each, no warm-up), server CPU
 time (utime+stime of its process group from /proc) over the run divided by the 2xx
 answers; it is the number to trust where h2load, not the server, is the limit (its own
-CPU share is in the table). Servers interleaved per run, medians.
+CPU share is in the table). Servers interleaved per run, medians. uvicorn+zttp answers at
+most 4,096 streams on a connection, then ends it with GOAWAY ENHANCE_YOUR_CALM (zttp's fixed
+`max_streams`, no option); h2load does not reconnect, so its closed-loop cells fail once it
+has served 100 x 4,096 requests in their 1 s warm-up plus window (over 68k req/s in a full run).
 """
 
 CLIENTS, STREAMS = 100, 16
