@@ -81,12 +81,48 @@ pub struct Answer {
     names: Vec<u8>,
 }
 
-/// Fields named here are HTTP/1.1's own and do not exist in HTTP/2.
-fn connection_specific(name: &[u8]) -> bool {
-    matches!(
-        name,
-        b"connection" | b"keep-alive" | b"transfer-encoding" | b"upgrade" | b"proxy-connection"
-    )
+/// A kept field's lowercase name: veter's own (a constant) or copied into `names`.
+enum Name {
+    Known(&'static [u8]),
+    Copied(Range<usize>),
+}
+
+/// What the reader does with a field.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Kept,
+    /// `content-length`: kept, and it frames the body.
+    Length,
+    /// `transfer-encoding`: it frames the body, and is dropped.
+    Coding,
+    /// HTTP/1.1's own (`connection`, `keep-alive`, `upgrade`, `proxy-connection`):
+    /// they do not exist in HTTP/2.
+    Dropped,
+}
+
+/// A lowercase name's role.
+fn role_of(name: &[u8]) -> Role {
+    match name {
+        b"content-length" => Role::Length,
+        b"transfer-encoding" => Role::Coding,
+        b"connection" | b"keep-alive" | b"upgrade" | b"proxy-connection" => Role::Dropped,
+        _ => Role::Kept,
+    }
+}
+
+/// The names veter's encoder writes (`http1/encode.rs`), lowercased and given their
+/// role without a copy or a second comparison; None for any other name.
+fn known(name: &[u8]) -> Option<(&'static [u8], Role)> {
+    Some(match name {
+        b"Server" => (b"server", Role::Kept),
+        b"Date" => (b"date", Role::Kept),
+        b"X-Request-ID" => (b"x-request-id", Role::Kept),
+        b"Content-Type" => (b"content-type", Role::Kept),
+        b"Content-Length" => (b"content-length", Role::Length),
+        b"Connection" => (b"connection", Role::Dropped),
+        b"Transfer-Encoding" => (b"transfer-encoding", Role::Coding),
+        _ => return None,
+    })
 }
 
 impl Answer {
@@ -213,8 +249,8 @@ impl Answer {
         )?;
         let (mut chunked, mut length) = (false, None);
         self.names.clear();
-        // (name in `names`, value in `head`) for the fields kept.
-        let mut spans: SmallVec<[(Range<usize>, Range<usize>); 12]> = SmallVec::new();
+        // (name, value in `head`) for the fields kept.
+        let mut spans: SmallVec<[(Name, Range<usize>); 12]> = SmallVec::new();
         let mut at = line_end + 1;
         let end = head.len() - 2;
         while at < end {
@@ -227,31 +263,42 @@ impl Answer {
                 continue;
             }
             let colon = memchr::memchr(b':', line).ok_or(Malformed("a field line without ':'"))?;
-            let name_at = self.names.len();
-            self.names
-                .extend(line[..colon].iter().map(u8::to_ascii_lowercase));
-            let name = &self.names[name_at..];
-            let value = line[colon + 1..].trim_ascii();
-            let value_at = line_at
-                + colon
-                + 1
-                + (line[colon + 1..].len() - line[colon + 1..].trim_ascii_start().len());
-            if name == b"transfer-encoding" {
-                chunked = value.eq_ignore_ascii_case(b"chunked");
-            } else if name == b"content-length" {
-                length = Some(number(value)?);
-            }
-            let dropped =
-                connection_specific(name) || (status == 101 && name == b"sec-websocket-accept");
-            if dropped {
-                self.names.truncate(name_at);
+            let (name, role) = if let Some((lower, role)) = known(&line[..colon]) {
+                (Name::Known(lower), role)
             } else {
-                spans.push((name_at..self.names.len(), value_at..value_at + value.len()));
+                let name_at = self.names.len();
+                self.names.extend_from_slice(&line[..colon]);
+                self.names[name_at..].make_ascii_lowercase();
+                let lower = &self.names[name_at..];
+                let role = if status == 101 && lower == b"sec-websocket-accept" {
+                    Role::Dropped
+                } else {
+                    role_of(lower)
+                };
+                (Name::Copied(name_at..self.names.len()), role)
+            };
+            let raw = &line[colon + 1..];
+            let value = raw.trim_ascii();
+            let value_at = line_at + colon + 1 + (raw.len() - raw.trim_ascii_start().len());
+            match role {
+                Role::Kept => spans.push((name, value_at..value_at + value.len())),
+                Role::Length => {
+                    length = Some(number(value)?);
+                    spans.push((name, value_at..value_at + value.len()));
+                }
+                Role::Coding => chunked = value.eq_ignore_ascii_case(b"chunked"),
+                Role::Dropped => {}
             }
         }
         let fields: SmallVec<[(&[u8], &[u8]); 12]> = spans
             .iter()
-            .map(|(n, v)| (&self.names[n.clone()], &head[v.clone()]))
+            .map(|(n, v)| {
+                let name = match n {
+                    Name::Known(name) => name,
+                    Name::Copied(range) => &self.names[range.clone()],
+                };
+                (name, &head[v.clone()])
+            })
             .collect();
         if (100..200).contains(&status) && status != 101 {
             emit(Piece::Informational {

@@ -6,6 +6,7 @@ use std::time::Instant;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use super::h2::StreamTransport;
 use super::{stream, Connection};
 
 /// How the transport ends, when it does.
@@ -170,6 +171,10 @@ impl Connection {
         let (transport, write, mut actions) = {
             let mut this = slf.borrow_mut();
             f(&mut this, py)?;
+            if this.h2_stream {
+                drop(this);
+                return Self::settle_stream(slf);
+            }
             let mut actions = this.collect(py);
             if actions.close == Closing::Close && this.linger(py) {
                 actions.close = Closing::HalfClose;
@@ -190,6 +195,57 @@ impl Connection {
         };
         let start = actions.start_stream.take();
         Self::perform(py, transport, write, actions)?;
+        match start {
+            Some((obj, send_body)) => Self::start_pump(slf, &obj, send_body),
+            None => Ok(()),
+        }
+    }
+
+    /// `with_borrow`'s second half for an HTTP/2 stream's connection: what is ready
+    /// goes to its `StreamTransport` as it is, without a bytes object or a Python
+    /// call (the session reads it straight into frames), and `out` gets its buffer
+    /// back. (Cold: kept out of the HTTP/1.1 path's way; an HTTP/2 stream pays
+    /// for the call, not HTTP/1.1 for the branch's layout.)
+    #[cold]
+    #[inline(never)]
+    fn settle_stream(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let (transport, out, mut actions) = {
+            let mut this = slf.borrow_mut();
+            let ready = this.core.collect(stream::activate);
+            let out = ready.write.then(|| std::mem::take(&mut this.core.out));
+            let mut actions = Actions {
+                write: None,
+                close: if ready.close {
+                    Closing::Close
+                } else {
+                    Closing::No
+                },
+                pause_reading: ready.pause_reading,
+                resume_reading: ready.resume_reading,
+                start_stream: ready.start_stream,
+            };
+            if actions.close == Closing::Close && this.linger(py) {
+                actions.close = Closing::HalfClose;
+            }
+            (
+                this.transport.as_ref().map(|t| t.clone_ref(py)),
+                out,
+                actions,
+            )
+        };
+        if let Some(mut out) = out {
+            if let Some(t) = &transport {
+                StreamTransport::write_bytes(t.bind(py).cast::<StreamTransport>()?, &out)?;
+            }
+            out.clear();
+            let mut this = slf.borrow_mut();
+            if this.core.out.capacity() == 0 {
+                this.core.out = out;
+            }
+        }
+        let start = actions.start_stream.take();
+        Self::perform(py, transport, None, actions)?;
         match start {
             Some((obj, send_body)) => Self::start_pump(slf, &obj, send_body),
             None => Ok(()),

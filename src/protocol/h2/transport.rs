@@ -30,22 +30,11 @@ pub struct StreamTransport {
 #[pymethods]
 impl StreamTransport {
     fn write(slf: &Bound<'_, Self>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        let py = slf.py();
-        let (session, stream) = {
-            let this = slf.borrow();
-            if this.closing {
-                return Ok(());
-            }
-            match &this.session {
-                Some(s) => (s.clone_ref(py), this.stream),
-                None => return Ok(()),
-            }
-        };
         if let Ok(bytes) = data.cast::<PyBytes>() {
-            Session::stream_write(session.bind(py), stream, bytes.as_bytes())
+            Self::write_bytes(slf, bytes.as_bytes())
         } else {
             let bytes: Vec<u8> = data.extract()?;
-            Session::stream_write(session.bind(py), stream, &bytes)
+            Self::write_bytes(slf, &bytes)
         }
     }
 
@@ -137,6 +126,22 @@ impl StreamTransport {
 }
 
 impl StreamTransport {
+    /// `write` without a bytes object: the stream's connection calls it directly.
+    pub(crate) fn write_bytes(slf: &Bound<'_, Self>, data: &[u8]) -> PyResult<()> {
+        let py = slf.py();
+        let (session, stream) = {
+            let this = slf.borrow();
+            if this.closing {
+                return Ok(());
+            }
+            match &this.session {
+                Some(s) => (s.clone_ref(py), this.stream),
+                None => return Ok(()),
+            }
+        };
+        Session::stream_write(session.bind(py), stream, data)
+    }
+
     fn end(slf: &Bound<'_, Self>, abort: bool) -> PyResult<()> {
         let py = slf.py();
         let (session, stream) = {
