@@ -14,7 +14,8 @@
 //! hands the cycle a `StreamWriter` (`_veter_start`); until then the app's `send`
 //! waits, and after it `send` waits whenever the client is behind.
 //!
-//! When the app's task ends (`AsgiDone`): nothing sent yet is a 500 (through the
+//! When the app's run ends (on 3.11 `veter.hosted.task.run_app` calls
+//! `_veter_done` from its task; with eager tasks, `AsgiDone` or at once): nothing sent yet is a 500 (through the
 //! app's error handler, which logs it with the request id); a stream cut short
 //! closes the connection. A client that leaves turns every later `send` into a
 //! no-op and every `receive` into `http.disconnect`, as uvicorn does; the app's
@@ -85,6 +86,12 @@ struct State {
     /// `receive`, not woken by the client's end of input.
     left_waiter: Option<Py<PyAny>>,
     ending: Ending,
+    /// The connection has let the app's task go on alone (`call_asgi` returned):
+    /// its end is handled when `run_app` tells it (`_veter_done`, Python 3.11).
+    watched: bool,
+    /// How the app ended, told before it was watched (an eager start that finished):
+    /// `call_asgi` takes it. `Err`: what it raised.
+    outcome: Option<Result<(), PyErr>>,
 }
 
 /// Whether `receive` still waits for the end.
@@ -278,6 +285,21 @@ impl Cycle {
 
 #[pymethods]
 impl Cycle {
+    /// `veter.hosted.task.run_app` says the app ended (`exc`: what it raised). Before
+    /// `call_asgi` lets the task go on alone (an eager start that ran to the end),
+    /// the outcome waits for it; after, the end is handled here.
+    fn _veter_done(slf: &Bound<'_, Self>, exc: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+        let failure = exc.map(PyErr::from_value);
+        {
+            let mut state = slf.get().locked();
+            if !state.watched {
+                state.outcome = Some(failure.map_or(Ok(()), Err));
+                return Ok(());
+            }
+        }
+        Cycle::finish(&slf.clone().unbind(), slf.py(), failure)
+    }
+
     /// The next message for the app: the body's, then (when the answer is complete
     /// or the client gone) `http.disconnect`. Once the answer is complete it is
     /// `http.disconnect` at once, even with body left unread (the ASGI spec; uvicorn).

@@ -223,6 +223,7 @@ def test_app_connection_close_is_honoured(server: Proc) -> None:
     [
         ("/boom", "boom before start"),
         ("/boom-after-start", "boom after start"),
+        ("/boom-after-pause", "boom after a pause"),
         ("/no-answer", "returned without sending a response"),
         ("/wrong-length", "5 bytes but its content-length says 10"),
     ],
@@ -236,6 +237,17 @@ def test_app_errors_answer_500_and_are_logged(
     rid = r.headers["x-request-id"]
     server.wait_for(rf"ERROR .*\[{rid}\] ASGI app failed on GET {path}: .*{logged}", start=mark)
     assert client.get("/").status_code == 200  # the worker goes on
+
+
+def test_error_after_the_answer_is_logged_and_the_answer_stands(server: Proc, client: httpx.Client) -> None:
+    mark = server.mark()
+    r = client.get("/boom-after-answer")
+    assert (r.status_code, r.content) == (200, b"answered")
+    rid = r.headers["x-request-id"]
+    server.wait_for(
+        rf"ERROR .*\[{rid}\] ASGI app failed on GET /boom-after-answer: .*boom after the answer", start=mark
+    )
+    assert client.get("/").status_code == 200
 
 
 def test_error_mid_stream_cuts_the_connection(server: Proc) -> None:

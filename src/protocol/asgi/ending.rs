@@ -1,4 +1,4 @@
-//! The end of a hosted app's task (`AsgiDone`) or WSGI job: what it left unanswered or
+//! The end of a hosted app's run (`_veter_done` from its task, or `AsgiDone`) or WSGI job: what it left unanswered or
 //! unfinished, and its failure in the log.
 
 use pyo3::exceptions::PyRuntimeError;

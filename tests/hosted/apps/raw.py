@@ -151,6 +151,18 @@ async def boom(scope: Any, receive: Any, send: Any) -> None:
     raise RuntimeError("boom before start")
 
 
+async def boom_after_pause(scope: Any, receive: Any, send: Any) -> None:
+    # Suspends first: the failure comes from a task the connection no longer waits
+    # on (with eager tasks, the other routes here fail during the eager start).
+    await asyncio.sleep(0)
+    raise RuntimeError("boom after a pause")
+
+
+async def boom_after_answer(scope: Any, receive: Any, send: Any) -> None:
+    await text(send, b"answered")
+    raise RuntimeError("boom after the answer")
+
+
 async def boom_after_start(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.start", "status": 200, "headers": []})
     raise RuntimeError("boom after start")
@@ -266,6 +278,8 @@ ROUTES = {
     "/pathsend-missing": pathsend,
     "/boom": boom,
     "/boom-after-start": boom_after_start,
+    "/boom-after-pause": boom_after_pause,
+    "/boom-after-answer": boom_after_answer,
     "/boom-mid-stream": boom_mid_stream,
     "/no-answer": no_answer,
     "/bad-status": bad_status,
