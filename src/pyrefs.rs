@@ -12,6 +12,9 @@ pub struct PyRefs {
     pub json_dumps: Py<PyAny>,
     pub http_exception: Py<PyAny>,
     pub response_headers: Py<PyAny>,
+    /// `veter.handler_task.run_handler`: a suspending handler's task when it is
+    /// not started eagerly (`handler.rs`, `start_task`).
+    pub run_handler: Py<PyAny>,
 }
 
 static REFS: PyOnceLock<PyRefs> = PyOnceLock::new();
@@ -32,6 +35,10 @@ pub fn get(py: Python<'_>) -> PyResult<&PyRefs> {
             response_headers: py
                 .import("veter.response_headers")?
                 .getattr("ResponseHeaders")?
+                .unbind(),
+            run_handler: py
+                .import("veter.handler_task")?
+                .getattr("run_handler")?
                 .unbind(),
         })
     })

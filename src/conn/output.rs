@@ -72,6 +72,11 @@ impl<S: Shell> Core<S> {
         seq
     }
 
+    /// The number `reserve` will give next.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
     /// Holds the next place for a handler still running; returns its number.
     pub fn reserve(&mut self, running: S::Running, now: Instant) -> u64 {
         let seq = self.take_seq();

@@ -1,6 +1,11 @@
-//! Finishing a handler that suspended: its task's done-callback writes the answer
-//! into the connection's queue, in request order, and frees its handler slot.
+//! Finishing a handler that suspended: its task's done-callback (or, for a task not
+//! started eagerly, `veter.handler_task.run_handler` from inside the task) writes
+//! the answer into the connection's queue, in request order, and frees its handler
+//! slot.
 
+use std::sync::OnceLock;
+
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use super::respond::{encode_error, encode_result, Encoded};
@@ -8,18 +13,50 @@ use super::{stream, Connection};
 use crate::http1::encode::Framing;
 use crate::request::Request;
 
-/// Called by asyncio when a suspended handler's task finishes.
+/// Called by asyncio when a suspended handler's task finishes, or by `run_handler`.
 #[pyclass(module = "veter._core", name = "_Completion", frozen)]
 pub struct Completion {
     pub(super) conn: Py<Connection>,
     pub(super) seq: u64,
     pub(super) framing: Framing,
     pub(super) request: Py<Request>,
+    /// The task `run_handler` runs in (set once it is made): what the slot's running
+    /// handler is compared with. Unset for a done-callback, which is given its task.
+    pub(super) task: OnceLock<Py<PyAny>>,
 }
 
 #[pymethods]
 impl Completion {
     fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.complete(py, task, task.call_method0("result"))
+    }
+
+    /// `run_handler`: the handler returned `result`, or raised `exc`.
+    fn _veter_done(
+        &self,
+        py: Python<'_>,
+        result: Bound<'_, PyAny>,
+        exc: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let Some(task) = self.task.get() else {
+            return Ok(()); // not made by `start_task`: nothing waits for it
+        };
+        let outcome = match exc {
+            Some(exc) => Err(PyErr::from_value(exc)),
+            None => Ok(result),
+        };
+        self.complete(py, task.bind(py), outcome)
+    }
+}
+
+impl Completion {
+    fn complete<'py>(
+        &self,
+        py: Python<'py>,
+        task: &Bound<'py, PyAny>,
+        outcome: PyResult<Bound<'py, PyAny>>,
+    ) -> PyResult<()> {
+        let mut outcome = Some(outcome);
         let conn = self.conn.bind(py);
         let disp = conn.borrow().disp.clone();
         disp.overload.finished(py);
@@ -29,9 +66,9 @@ impl Completion {
             this.set_clock(std::time::Instant::now(), std::time::SystemTime::now());
             if this.core.closed {
                 // The client left first: a streamed answer is told it will never start.
-                unsent = task
-                    .call_method0("result")
-                    .ok()
+                unsent = outcome
+                    .take()
+                    .and_then(Result::ok)
                     .filter(stream::is_stream)
                     .map(Bound::unbind);
                 return Ok(());
@@ -58,7 +95,9 @@ impl Completion {
             this.note_framing(framing);
             let mut bytes = Vec::new();
             let req = self.request.get();
-            let result = task.call_method0("result");
+            let result = outcome
+                .take()
+                .unwrap_or_else(|| Err(PyRuntimeError::new_err("the handler's end came twice")));
             let framing = match &result {
                 Ok(r) if framing.upgrade && stream::is_upgrade(r) => framing,
                 _ => this.close_if_upload_unfinished(&req.parts, framing),

@@ -14,6 +14,7 @@ use super::respond::{encode_error, encode_result, is_coroutine, Encoded};
 use super::Shared;
 use super::{stream, Completion, Connection, Running};
 use crate::http1::encode::{self, Framing};
+use crate::pyrefs;
 use crate::request::{self, Exchange, Request};
 use crate::response::{Response, TEXT_PLAIN};
 use crate::router::params::ParamValue;
@@ -230,6 +231,9 @@ impl Connection {
         framing: Framing,
         eager: bool,
     ) -> PyResult<()> {
+        if !(eager && self.task_kwargs.is_some()) {
+            return self.start_later_task(py, coro, request, framing);
+        }
         let task = match self.new_task(py, coro, eager) {
             Ok(t) => t,
             Err(err) => {
@@ -261,8 +265,61 @@ impl Connection {
             seq,
             framing,
             request,
+            task: std::sync::OnceLock::new(),
         };
         task.call_method1("add_done_callback", (Py::new(py, done)?,))?;
+        Ok(())
+    }
+
+    /// `start_task` for a task that is not started eagerly (every one on Python
+    /// 3.11): it runs in a later loop turn, so its slot is reserved now, and it runs
+    /// `veter.handler_task.run_handler`, which hands the handler's result to the
+    /// completion from inside the task: no done-callback's loop turn, no call to ask
+    /// the task (1,900 instructions a request on 3.11).
+    fn start_later_task(
+        &mut self,
+        py: Python<'_>,
+        coro: &Bound<'_, PyAny>,
+        request: Py<Request>,
+        framing: Framing,
+    ) -> PyResult<()> {
+        let Some(conn) = self.self_ref.as_ref().map(|c| c.clone_ref(py)) else {
+            return Err(PyTypeError::new_err("connection is not attached"));
+        };
+        // Nothing reserves between here and `reserve` below: the number holds.
+        let seq = self.core.next_seq();
+        let done = Py::new(
+            py,
+            Completion {
+                conn,
+                seq,
+                framing,
+                request: request.clone_ref(py),
+                task: std::sync::OnceLock::new(),
+            },
+        )?;
+        let task = pyrefs::get(py)?
+            .run_handler
+            .bind(py)
+            .call1((coro, done.bind(py)))
+            .and_then(|runner| self.new_task(py, &runner, false));
+        let task = match task {
+            Ok(t) => t,
+            Err(err) => {
+                self.emit_error(py, &request, err, framing);
+                return Ok(());
+            }
+        };
+        let _ = done.get().task.set(task.clone().unbind());
+        let running = Running {
+            task: task.unbind(),
+            framing,
+            request,
+            core_answer: false,
+        };
+        let reserved = self.core.reserve(running, Instant::now());
+        debug_assert_eq!(reserved, seq, "a slot was reserved while the task was made");
+        self.disp.overload.started(py);
         Ok(())
     }
 

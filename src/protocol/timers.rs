@@ -165,6 +165,7 @@ impl Connection {
             seq,
             framing: run.framing,
             request: run.request.clone_ref(py),
+            task: std::sync::OnceLock::new(),
         };
         task.call_method1("add_done_callback", (Py::new(py, done)?,))?;
         Ok(())
