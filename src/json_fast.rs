@@ -39,14 +39,45 @@ pub const MAX_DEPTH: usize = 32;
 /// answer does not hold its memory for the thread's life.
 const KEEP_CAPACITY: usize = 64 * 1024;
 
+/// Keys remembered (a power of two), and the longest text of one (`"key":`).
+const KEY_SLOTS: usize = 64;
+const KEY_BYTES: usize = 31;
+
 /// The value holds something this encoder leaves to orjson.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Fallback;
 
-thread_local! {
+/// What the encoder keeps between answers, per thread.
+struct Scratch {
     /// The text of the answer being encoded: it is copied into the connection's
     /// output behind the head, which needs its length first.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    buf: Vec<u8>,
+    keys: Keys,
+}
+
+/// Dict keys already written, by the identity of their `str` object: a handler's
+/// keys are nearly always the same constants from its code, so most keys are
+/// found here and copied, not read and scanned again (~150 instructions a key).
+/// Each slot holds a reference to its key, so the key cannot be freed and its
+/// address given to another string while it is here; a `str` is immutable, so
+/// its text cannot change either. A key that maps to a taken slot replaces it.
+struct Keys {
+    slots: [Option<Key>; KEY_SLOTS],
+}
+
+struct Key {
+    string: Py<PyString>,
+    len: u8,
+    text: [u8; KEY_BYTES],
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = const {
+        RefCell::new(Scratch {
+            buf: Vec::new(),
+            keys: Keys { slots: [const { None }; KEY_SLOTS] },
+        })
+    };
 }
 
 /// Encodes `value` (an exact `dict` or `list`, else `Fallback`) and hands its
@@ -55,9 +86,11 @@ pub fn with_encoded<R>(value: &Bound<'_, PyAny>, then: impl FnOnce(&[u8]) -> R) 
     SCRATCH.with(|cell| {
         // Never re-entered (nothing here calls Python), but a busy buffer is no
         // reason to fail: orjson answers then.
-        let mut buf = cell.try_borrow_mut().ok()?;
+        let mut scratch = cell.try_borrow_mut().ok()?;
+        let Scratch { buf, keys } = &mut *scratch;
         buf.clear();
-        let done = top(value, &mut buf).ok().map(|()| then(&buf));
+        let mut writer = Writer { out: buf, keys };
+        let done = writer.top(value).ok().map(|()| then(buf));
         if buf.capacity() > KEEP_CAPACITY {
             *buf = Vec::new();
         }
@@ -65,30 +98,16 @@ pub fn with_encoded<R>(value: &Bound<'_, PyAny>, then: impl FnOnce(&[u8]) -> R) 
     })
 }
 
-/// Writes `value` as JSON to `out` if it is an exact `dict` or `list` of the
-/// shapes above; on `Fallback`, `out` holds a partial text the caller discards.
-pub fn top(value: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> Result<(), Fallback> {
-    if let Some(dict) = exact::<PyDict>(value) {
-        object(dict, out, 1)
-    } else if let Some(list) = exact::<PyList>(value) {
-        array(list.iter(), out, 1)
-    } else {
-        Err(Fallback)
-    }
-}
-
 /// `_core.json_fast(value)`: the text written here for `value`, or None when it is
 /// left to orjson. For the differential tests (`tests/test_json_fast.py`).
 #[pyfunction]
 pub fn json_fast<'py>(value: &Bound<'py, PyAny>) -> Option<Bound<'py, PyBytes>> {
-    let mut out = Vec::new();
-    top(value, &mut out).ok()?;
-    Some(PyBytes::new(value.py(), &out))
+    with_encoded(value, |text| PyBytes::new(value.py(), text))
 }
 
 /// `value` as a `T` if its type is exactly `T` (a failed `cast_exact` would make
 /// an error value, with a reference to the type, only to drop it).
-fn exact<'a, 'py, T: PyTypeInfo>(value: &'a Bound<'py, PyAny>) -> Option<&'a Bound<'py, T>> {
+pub fn exact<'a, 'py, T: PyTypeInfo>(value: &'a Bound<'py, PyAny>) -> Option<&'a Bound<'py, T>> {
     if value.is_exact_instance_of::<T>() {
         value.cast_exact::<T>().ok()
     } else {
@@ -96,62 +115,111 @@ fn exact<'a, 'py, T: PyTypeInfo>(value: &'a Bound<'py, PyAny>) -> Option<&'a Bou
     }
 }
 
-fn any(value: &Bound<'_, PyAny>, out: &mut Vec<u8>, depth: usize) -> Result<(), Fallback> {
-    // Ordered by how often handlers return them; every test is one type pointer
-    // compared (bool is its own exact type, so an exact int is never a bool).
-    if let Some(s) = exact::<PyString>(value) {
-        string(s, out)
-    } else if value.is_exact_instance_of::<PyInt>() {
-        let n: i64 = value.extract().map_err(|_| Fallback)?;
-        out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-        Ok(())
-    } else if value.is_none() {
-        out.extend_from_slice(b"null");
-        Ok(())
-    } else if let Some(b) = exact::<PyBool>(value) {
-        out.extend_from_slice(if b.is_true() { b"true" } else { b"false" });
-        Ok(())
-    } else if depth >= MAX_DEPTH {
-        Err(Fallback)
-    } else if let Some(dict) = exact::<PyDict>(value) {
-        object(dict, out, depth + 1)
-    } else if let Some(list) = exact::<PyList>(value) {
-        array(list.iter(), out, depth + 1)
-    } else if let Some(tuple) = exact::<PyTuple>(value) {
-        array(tuple.iter(), out, depth + 1)
-    } else {
-        Err(Fallback)
-    }
+struct Writer<'w> {
+    out: &'w mut Vec<u8>,
+    keys: &'w mut Keys,
 }
 
-fn object(dict: &Bound<'_, PyDict>, out: &mut Vec<u8>, depth: usize) -> Result<(), Fallback> {
-    out.push(b'{');
-    for (i, (key, value)) in dict.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
+impl Writer<'_> {
+    /// Writes `value` if it is an exact `dict` or `list` of the shapes above; on
+    /// `Fallback`, the buffer holds a partial text the caller discards.
+    fn top(&mut self, value: &Bound<'_, PyAny>) -> Result<(), Fallback> {
+        if let Some(dict) = exact::<PyDict>(value) {
+            self.object(dict, 1)
+        } else if let Some(list) = exact::<PyList>(value) {
+            self.array(list.iter(), 1)
+        } else {
+            Err(Fallback)
         }
-        string(exact::<PyString>(&key).ok_or(Fallback)?, out)?;
-        out.push(b':');
-        any(&value, out, depth)?;
     }
-    out.push(b'}');
-    Ok(())
-}
 
-fn array<'py>(
-    items: impl Iterator<Item = Bound<'py, PyAny>>,
-    out: &mut Vec<u8>,
-    depth: usize,
-) -> Result<(), Fallback> {
-    out.push(b'[');
-    for (i, item) in items.enumerate() {
-        if i > 0 {
-            out.push(b',');
+    fn any(&mut self, value: &Bound<'_, PyAny>, depth: usize) -> Result<(), Fallback> {
+        // Ordered by how often handlers return them; every test is one type pointer
+        // compared (bool is its own exact type, so an exact int is never a bool).
+        let out = &mut *self.out;
+        if let Some(s) = exact::<PyString>(value) {
+            string(s, out)
+        } else if value.is_exact_instance_of::<PyInt>() {
+            let n: i64 = value.extract().map_err(|_| Fallback)?;
+            out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+            Ok(())
+        } else if value.is_none() {
+            out.extend_from_slice(b"null");
+            Ok(())
+        } else if let Some(b) = exact::<PyBool>(value) {
+            out.extend_from_slice(if b.is_true() { b"true" } else { b"false" });
+            Ok(())
+        } else if depth >= MAX_DEPTH {
+            Err(Fallback)
+        } else if let Some(dict) = exact::<PyDict>(value) {
+            self.object(dict, depth + 1)
+        } else if let Some(list) = exact::<PyList>(value) {
+            self.array(list.iter(), depth + 1)
+        } else if let Some(tuple) = exact::<PyTuple>(value) {
+            self.array(tuple.iter(), depth + 1)
+        } else {
+            Err(Fallback)
         }
-        any(&item, out, depth)?;
     }
-    out.push(b']');
-    Ok(())
+
+    fn object(&mut self, dict: &Bound<'_, PyDict>, depth: usize) -> Result<(), Fallback> {
+        self.out.push(b'{');
+        // As many items as it holds: the iterator's last call, which only finds
+        // the end, is not made.
+        for (i, (key, value)) in dict.iter().take(dict.len()).enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.key(exact::<PyString>(&key).ok_or(Fallback)?)?;
+            self.any(&value, depth)?;
+        }
+        self.out.push(b'}');
+        Ok(())
+    }
+
+    /// Writes `"key":`, from the remembered keys when it is there.
+    fn key(&mut self, key: &Bound<'_, PyString>) -> Result<(), Fallback> {
+        let slot = &mut self.keys.slots[(key.as_ptr() as usize >> 4) & (KEY_SLOTS - 1)];
+        if let Some(known) = slot {
+            if known.string.is(key) {
+                self.out
+                    .extend_from_slice(&known.text[..usize::from(known.len)]);
+                return Ok(());
+            }
+        }
+        let start = self.out.len();
+        string(key, self.out)?;
+        self.out.push(b':');
+        let text = &self.out[start..];
+        if let Ok(len) = u8::try_from(text.len()) {
+            if text.len() <= KEY_BYTES {
+                let mut copy = [0; KEY_BYTES];
+                copy[..text.len()].copy_from_slice(text);
+                *slot = Some(Key {
+                    string: key.clone().unbind(),
+                    len,
+                    text: copy,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn array<'py>(
+        &mut self,
+        items: impl Iterator<Item = Bound<'py, PyAny>>,
+        depth: usize,
+    ) -> Result<(), Fallback> {
+        self.out.push(b'[');
+        for (i, item) in items.enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.any(&item, depth)?;
+        }
+        self.out.push(b']');
+        Ok(())
+    }
 }
 
 /// What each byte of a string's UTF-8 becomes: 0 itself, else the letter written
@@ -223,10 +291,17 @@ fn needs_escape(text: &[u8]) -> bool {
             return true;
         }
     }
-    // The last bytes, padded with spaces (never escaped).
     let rest = words.remainder();
     let mut bytes = [b' '; 8];
-    bytes[..rest.len()].copy_from_slice(rest);
+    if rest.is_empty() {
+        return false;
+    } else if let Some(last) = text.last_chunk::<8>() {
+        // The last eight bytes, some of them seen already.
+        bytes = *last;
+    } else {
+        // A short string, padded with spaces (never escaped).
+        bytes[..rest.len()].copy_from_slice(rest);
+    }
     word_needs_escape(u64::from_ne_bytes(bytes))
 }
 

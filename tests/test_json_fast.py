@@ -13,7 +13,7 @@ import enum
 from typing import Any
 
 import orjson
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import veter
@@ -104,6 +104,7 @@ _tops = (
 @settings(max_examples=600)
 def test_same_bytes_as_orjson_or_left_to_it(value: Any) -> None:
     written = json_fast(value)
+    event("written here" if written_here(value) else "left to orjson")
     if written_here(value):
         assert written == orjson.dumps(value)
     else:
@@ -144,6 +145,23 @@ def test_what_is_left_to_orjson() -> None:
         ("top", "tuple"),
     ):
         assert json_fast(value) is None, value
+
+
+def test_remembered_keys() -> None:
+    """Keys are remembered by their str object between answers: the same objects
+    again, many new ones (each replacing another's slot, freed and their addresses
+    reused), escaped and long ones all still give orjson's text."""
+    constant = {"message": "Hello", 'a"b\n': 1, "k" * 40: 2, "é": 3}
+    for _ in range(3):
+        assert json_fast(constant) == orjson.dumps(constant)
+    made = [{f"key {i}": i, "message": i} for i in range(300)]
+    for _ in range(2):
+        for value in made:
+            assert json_fast(value) == orjson.dumps(value)
+    for i in range(300):  # new keys made and freed one by one
+        value = {"".join(("x", str(i))): i}
+        assert json_fast(value) == orjson.dumps(value)
+        del value
 
 
 def nested(levels: int) -> list[Any]:

@@ -49,8 +49,13 @@ pub fn encode_result(
         };
         Encoded::Whole(encode::encode_response(out, &parts, framing, common))
     };
-    // An exact dict or list of the common shapes is written by the core
-    // (json_fast.rs); anything else in it, and subclasses, go to orjson below.
+    // The two answers handlers give most, by their exact type first (one pointer
+    // compared each; a failed cast to `Response` costs more): a str, and a dict
+    // or list of the common shapes, written by the core (json_fast.rs); anything
+    // else in it, and subclasses, go to orjson below.
+    if let Some(s) = json_fast::exact::<PyString>(result) {
+        return Ok(whole(s.to_str()?.as_bytes(), TEXT_PLAIN));
+    }
     if result.is_exact_instance_of::<PyDict>() || result.is_exact_instance_of::<PyList>() {
         if let Some(sent) = json_fast::with_encoded(result, |json| whole(json, APPLICATION_JSON)) {
             return Ok(sent);
