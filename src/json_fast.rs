@@ -187,22 +187,7 @@ impl Writer<'_> {
                 return Ok(());
             }
         }
-        let start = self.out.len();
-        string(key, self.out)?;
-        self.out.push(b':');
-        let text = &self.out[start..];
-        if let Ok(len) = u8::try_from(text.len()) {
-            if text.len() <= KEY_BYTES {
-                let mut copy = [0; KEY_BYTES];
-                copy[..text.len()].copy_from_slice(text);
-                *slot = Some(Key {
-                    string: key.clone().unbind(),
-                    len,
-                    text: copy,
-                });
-            }
-        }
-        Ok(())
+        remember(key, slot, self.out)
     }
 
     fn array<'py>(
@@ -220,6 +205,34 @@ impl Writer<'_> {
         self.out.push(b']');
         Ok(())
     }
+}
+
+/// Writes a key not remembered, and remembers it in `slot` (the key it holds,
+/// if any, is let go). Apart from `key` so that what only a miss needs (the key
+/// written, the slot's old reference dropped) costs the hit nothing.
+#[cold]
+#[inline(never)]
+fn remember(
+    key: &Bound<'_, PyString>,
+    slot: &mut Option<Key>,
+    out: &mut Vec<u8>,
+) -> Result<(), Fallback> {
+    let start = out.len();
+    string(key, out)?;
+    out.push(b':');
+    let text = &out[start..];
+    if let Ok(len) = u8::try_from(text.len()) {
+        if text.len() <= KEY_BYTES {
+            let mut copy = [0; KEY_BYTES];
+            copy[..text.len()].copy_from_slice(text);
+            *slot = Some(Key {
+                string: key.clone().unbind(),
+                len,
+                text: copy,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// What each byte of a string's UTF-8 becomes: 0 itself, else the letter written
