@@ -61,6 +61,8 @@ struct Scratch {
 /// Each slot holds a reference to its key, so the key cannot be freed and its
 /// address given to another string while it is here; a `str` is immutable, so
 /// its text cannot change either. A key that maps to a taken slot replaces it.
+/// A thread that ends lets its keys go through `PyO3`'s pool of deferred releases
+/// (applied when a thread next holds the GIL).
 struct Keys {
     slots: [Option<Key>; KEY_SLOTS],
 }
