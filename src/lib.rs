@@ -12,6 +12,7 @@ pub mod dispatcher;
 pub mod http1;
 pub mod http2;
 pub mod json_check;
+pub mod json_fast;
 pub mod logfile;
 pub mod metrics;
 pub mod overload;
@@ -52,6 +53,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(protocol::inline_request, m)?)?;
     m.add_function(wrap_pyfunction!(response::check_header_py, m)?)?;
     m.add_function(wrap_pyfunction!(json_check::json_refusal, m)?)?;
+    m.add_function(wrap_pyfunction!(json_fast::json_fast, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The instruction budgets (tests/perf) hold for optimised builds only.
     m.add("OPTIMIZED", !cfg!(debug_assertions))?;

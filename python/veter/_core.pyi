@@ -23,6 +23,11 @@ def json_refusal(body: bytes, max_depth: int) -> str | None:
     """Why a typed handler's JSON body is refused before it is decoded (nested
     deeper than ``max_depth``, not UTF-8, a byte JSON has not outside strings), or None."""
 
+def json_fast(value: object) -> bytes | None:
+    """The JSON the core writes itself for a handler's ``dict`` or ``list`` answer
+    (byte for byte what ``orjson.dumps`` gives), or None when it leaves the value to
+    orjson (a float, a subclass, a non-``str`` key, deep nesting...)."""
+
 def check_header(name: str, value: str) -> None:
     """ValueError unless a handler may set this header: a token name, a value without
     control characters, not one of the server's framing headers."""
@@ -47,6 +52,7 @@ __all__ = [
     "__version__",
     "check_header",
     "inline_request",
+    "json_fast",
     "json_refusal",
 ]
 

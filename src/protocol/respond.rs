@@ -7,6 +7,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use super::stream;
 use super::Shared;
 use crate::http1::encode::{self, Framing};
+use crate::json_fast;
 use crate::pyrefs;
 use crate::request::Request;
 use crate::response::{Response, APPLICATION_JSON, OCTET_STREAM, TEXT_PLAIN};
@@ -39,11 +40,6 @@ pub fn encode_result(
     framing: Framing,
     out: &mut Vec<u8>,
 ) -> PyResult<Encoded> {
-    if let Ok(resp) = result.cast::<Response>() {
-        return Ok(Encoded::Whole(
-            resp.borrow().encode_into(py, out, framing, common),
-        ));
-    }
     let mut whole = |body: &[u8], content_type| {
         let parts = encode::Parts {
             status: 200,
@@ -53,6 +49,23 @@ pub fn encode_result(
         };
         Encoded::Whole(encode::encode_response(out, &parts, framing, common))
     };
+    // The two answers handlers give most, by their exact type first (one pointer
+    // compared each; a failed cast to `Response` costs more): a str, and a dict
+    // or list of the common shapes, written by the core (json_fast.rs); anything
+    // else in it, and subclasses, go to orjson below.
+    if let Some(s) = json_fast::exact::<PyString>(result) {
+        return Ok(whole(s.to_str()?.as_bytes(), TEXT_PLAIN));
+    }
+    if result.is_exact_instance_of::<PyDict>() || result.is_exact_instance_of::<PyList>() {
+        if let Some(sent) = json_fast::with_encoded(result, |json| whole(json, APPLICATION_JSON)) {
+            return Ok(sent);
+        }
+    }
+    if let Ok(resp) = result.cast::<Response>() {
+        return Ok(Encoded::Whole(
+            resp.borrow().encode_into(py, out, framing, common),
+        ));
+    }
     if let Ok(s) = result.cast::<PyString>() {
         // The str's own UTF-8 (for ASCII, its data): no bytes object in between.
         return Ok(whole(s.to_str()?.as_bytes(), TEXT_PLAIN));

@@ -1,0 +1,212 @@
+"""The core's own JSON writer (src/json_fast.rs) against orjson, its oracle.
+
+For every value it writes, its bytes must be orjson.dumps's (veter passes no
+options); every value holding something it does not write must be left to orjson
+(``json_fast`` gives None), so that the client gets exactly what orjson makes of it,
+error included. Checked on random nested values, then through the core's answer
+path.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import orjson
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+import veter
+from veter._core import json_fast
+from veter.testing import TestClient
+
+#: src/json_fast.rs MAX_DEPTH: containers nested deeper are left to orjson.
+MAX_DEPTH = 32
+
+
+class Sub(str):
+    pass
+
+
+class SubDict(dict[str, Any]):
+    pass
+
+
+class SubList(list[Any]):
+    pass
+
+
+class Colour(enum.IntEnum):
+    RED = 1
+
+
+def written_here(value: Any, level: int = 1) -> bool:
+    """Whether json_fast writes ``value`` (a container at nesting ``level``) itself."""
+    kind = type(value)
+    if kind is str:
+        try:
+            value.encode()
+        except UnicodeEncodeError:  # a lone surrogate
+            return False
+        return True
+    if kind is int:
+        return -(2**63) <= value < 2**63
+    if value is None or kind is bool:
+        return True
+    if kind in (list, tuple):
+        return level <= MAX_DEPTH and all(written_here(item, level + 1) for item in value)
+    if kind is dict:
+        return level <= MAX_DEPTH and all(
+            type(key) is str and written_here(key) and written_here(item, level + 1)
+            for key, item in value.items()
+        )
+    return False
+
+
+def oracle(value: Any) -> bytes | None:
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return None
+
+
+_text = (
+    st.text(st.characters(max_codepoint=0x7F))
+    | st.text()
+    | st.text(st.characters(categories=["Cs"]), max_size=3)
+)
+_ints = st.integers(-(2**63), 2**63 - 1) | st.integers(-(2**70), 2**70)
+_odd = st.sampled_from([Sub("sub"), Colour.RED, b"bytes", SubDict(a=1), SubList([1])])
+_scalars = st.none() | st.booleans() | _ints | st.floats() | _text | _odd
+_keys = _text | st.integers(0, 3) | st.just(Sub("k"))
+_values = st.recursive(
+    _scalars,
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.lists(kids, max_size=4).map(tuple)
+        | st.dictionaries(_keys, kids, max_size=4)
+    ),
+    max_leaves=20,
+)
+_common = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(), kids, max_size=4),
+    max_leaves=20,
+)
+_tops = (
+    st.lists(_values, max_size=4)
+    | st.dictionaries(_keys, _values, max_size=4)
+    | _common.filter(lambda v: isinstance(v, (dict, list)))
+)
+
+
+@given(_tops)
+@settings(max_examples=600)
+def test_same_bytes_as_orjson_or_left_to_it(value: Any) -> None:
+    written = json_fast(value)
+    event("written here" if written_here(value) else "left to orjson")
+    if written_here(value):
+        assert written == orjson.dumps(value)
+    else:
+        assert written is None
+
+
+def test_every_character_escaped_as_orjson_does() -> None:
+    text = "".join(map(chr, range(0x100))) + "\u2028\u2029\U0001f600\ufffd"
+    value = {text: [text, text[::-1]], "": ""}
+    assert json_fast(value) == orjson.dumps(value)
+
+
+def test_edges_written_here() -> None:
+    for value in (
+        {},
+        [],
+        [(), {}, [[]]],
+        [-(2**63), 2**63 - 1, 0, -1, True, False, None],
+        {"a": {"b": ("c", 1)}},
+    ):
+        assert json_fast(value) == orjson.dumps(value), value
+
+
+def test_what_is_left_to_orjson() -> None:
+    for value in (
+        [1.5],
+        [2**63],
+        [-(2**63) - 1],
+        [Sub("x")],
+        {Sub("k"): 1},
+        {1: 1},
+        ["\ud800"],
+        {"\udfff": 1},
+        [Colour.RED],
+        SubDict(a=1),
+        SubList(),
+        [b"x"],
+        ("top", "tuple"),
+    ):
+        assert json_fast(value) is None, value
+
+
+def test_remembered_keys() -> None:
+    """Keys are remembered by their str object between answers: the same objects
+    again, many new ones (each replacing another's slot, freed and their addresses
+    reused), escaped and long ones all still give orjson's text."""
+    constant = {"message": "Hello", 'a"b\n': 1, "k" * 40: 2, "é": 3}
+    for _ in range(3):
+        assert json_fast(constant) == orjson.dumps(constant)
+    made = [{f"key {i}": i, "message": i} for i in range(300)]
+    for _ in range(2):
+        for value in made:
+            assert json_fast(value) == orjson.dumps(value)
+    for i in range(300):  # new keys made and freed one by one
+        value = {"".join(("x", str(i))): i}
+        assert json_fast(value) == orjson.dumps(value)
+        del value
+
+
+def nested(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_nesting_limit() -> None:
+    assert json_fast(nested(MAX_DEPTH)) == orjson.dumps(nested(MAX_DEPTH))
+    assert json_fast(nested(MAX_DEPTH + 1)) is None
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    assert json_fast(cycle) is None
+
+
+def test_answers_through_the_core() -> None:
+    """What a handler returns reaches the client as orjson makes it (the core's
+    writer or orjson itself), and a value orjson refuses is a 500, as before."""
+    box: list[Any] = [None]
+    app = veter.App()
+
+    @app.get("/value")
+    def value(request: veter.Request) -> object:
+        return box[0]
+
+    with TestClient(app) as client:
+
+        @given(_tops)
+        @settings(max_examples=150, deadline=None)
+        def check(answer: Any) -> None:
+            box[0] = answer
+            response = client.get("/value")
+            expected = oracle(answer)
+            if expected is None:
+                assert response.status_code == 500
+                return
+            assert response.status_code == 200
+            assert response.content == expected
+            assert response.headers["content-type"] == "application/json"
+            assert response.headers["content-length"] == str(len(expected))
+
+        check()
+        box[0] = {"message": "Hello, World!"}
+        head = client.request("HEAD", "/value")
+        assert (head.status_code, head.content) == (200, b"")
+        assert head.headers["content-length"] == str(len(b'{"message":"Hello, World!"}'))
