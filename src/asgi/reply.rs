@@ -8,7 +8,7 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyBytesMethods, PyDict, PyString};
+use pyo3::types::{PyBytes, PyBytesMethods, PyDict, PyList, PyString, PyTuple};
 
 use crate::http1::encode::{self, BodyLength, Framing};
 use crate::http1::parse::is_token;
@@ -95,37 +95,63 @@ pub fn head(status: &Bound<'_, PyAny>, headers: Option<&Bound<'_, PyAny>>) -> Py
     let Some(headers) = headers else {
         return Ok(head);
     };
-    for pair in headers.try_iter()? {
-        let pair = pair?;
-        let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair.extract().map_err(|_| {
-            PyTypeError::new_err("ASGI response headers must be pairs of bytes [name, value]")
-        })?;
-        let name = header_bytes(&name, "name")?;
-        let value = header_bytes(&value, "value")?;
-        check_name(name)?;
-        check_value(name, value)?;
-        if name.eq_ignore_ascii_case(b"content-length") {
-            let n = digits(value).ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "ASGI response header content-length {:?} is not a length",
-                    String::from_utf8_lossy(value)
-                ))
-            })?;
-            if head.length.is_some_and(|m| m != n) {
-                return Err(PyValueError::new_err(
-                    "ASGI response has two different content-length headers",
-                ));
-            }
-            head.length = Some(n);
-        } else if name.eq_ignore_ascii_case(b"connection") {
-            head.close |= value
-                .split(|&b| b == b',')
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
-        } else if !name.eq_ignore_ascii_case(b"transfer-encoding") {
-            head.headers.push((name.to_vec(), value.to_vec()));
+    // Almost always a list of 2-tuples: read in place, no iterator objects.
+    if let Ok(list) = headers.cast::<PyList>() {
+        head.headers.reserve(list.len());
+        for pair in list.iter() {
+            add_pair(&mut head, &pair)?;
+        }
+    } else {
+        for pair in headers.try_iter()? {
+            add_pair(&mut head, &pair?)?;
         }
     }
     Ok(head)
+}
+
+/// One `(name, value)` pair of an `http.response.start`'s headers into `head`.
+fn add_pair(head: &mut Head, pair: &Bound<'_, PyAny>) -> PyResult<()> {
+    let bad_pair =
+        || PyTypeError::new_err("ASGI response headers must be pairs of bytes [name, value]");
+    let (name, value) = match pair.cast::<PyTuple>() {
+        Ok(tuple) if tuple.len() == 2 => (tuple.get_borrowed_item(0)?, tuple.get_borrowed_item(1)?),
+        Ok(_) => return Err(bad_pair()),
+        Err(_) => {
+            let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+                pair.extract().map_err(|_| bad_pair())?;
+            return add_field(head, &name, &value);
+        }
+    };
+    add_field(head, &name, &value)
+}
+
+/// A header's name and value, checked, into `head` (or its framing fields read).
+fn add_field(head: &mut Head, name: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    let name = header_bytes(name, "name")?;
+    let value = header_bytes(value, "value")?;
+    check_name(name)?;
+    check_value(name, value)?;
+    if name.eq_ignore_ascii_case(b"content-length") {
+        let n = digits(value).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "ASGI response header content-length {:?} is not a length",
+                String::from_utf8_lossy(value)
+            ))
+        })?;
+        if head.length.is_some_and(|m| m != n) {
+            return Err(PyValueError::new_err(
+                "ASGI response has two different content-length headers",
+            ));
+        }
+        head.length = Some(n);
+    } else if name.eq_ignore_ascii_case(b"connection") {
+        head.close |= value
+            .split(|&b| b == b',')
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+    } else if !name.eq_ignore_ascii_case(b"transfer-encoding") {
+        head.headers.push((name.to_vec(), value.to_vec()));
+    }
+    Ok(())
 }
 
 /// Reads an `http.response.body` message: its body and `more_body`.
