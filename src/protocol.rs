@@ -110,6 +110,10 @@ pub struct Connection {
     /// `client` and `server` of a hosted ASGI app's scopes: `(host, port)` of the
     /// peer and of the listening socket, made once per connection.
     asgi_place: Option<(Py<PyAny>, Py<PyAny>)>,
+    /// A hosted ASGI app's scope template for this connection (its second request
+    /// on): the worker's template with `http_version`, `scheme`, `client` and
+    /// `server` set (`asgi/connection.rs`, `new_cycle`).
+    asgi_scope: crate::asgi::scope::ConnectionBase,
     /// The same for a hosted WSGI app's environ (`SERVER_NAME`, `REMOTE_ADDR`...).
     wsgi_place: Option<Box<crate::asgi::environ::Place>>,
     /// The requests of a hosted ASGI app still running (told when the client leaves).
@@ -197,6 +201,7 @@ impl Connection {
             proxied: false,
             self_ref: None,
             asgi_place: None,
+            asgi_scope: crate::asgi::scope::ConnectionBase::default(),
             wsgi_place: None,
             cycles: Vec::new(),
             lingering: None,

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use super::Asgi;
+use crate::http1::parse::Version;
 use crate::request::{percent_decode, Request};
 
 /// `scope["asgi"]`: made once per interpreter.
@@ -62,17 +63,93 @@ pub fn template<'py>(py: Python<'py>, root_path: &str) -> PyResult<Bound<'py, Py
     Ok(scope)
 }
 
-/// The scope dict for `request` (its `type` is "http").
+/// A connection's own scope template: the worker's with what its requests share
+/// already set (`http_version`, `scheme`, `client`, `server`), made at its second
+/// request (a connection that serves one does not pay for it) and used while its
+/// requests keep those (a request whose client a trusted proxy names does not).
+#[derive(Default)]
+pub struct ConnectionBase {
+    /// The template, and the version and scheme (https) it was made for.
+    made: Option<(Py<PyDict>, Version, bool)>,
+    /// A request of this connection was given a scope already.
+    seen: bool,
+}
+
+impl ConnectionBase {
+    /// The template for `request`'s scope, if it can have one (see the type's doc).
+    pub fn for_request<'py>(
+        &mut self,
+        py: Python<'py>,
+        asgi: &Asgi,
+        request: &Request,
+        place: &Place<'_, 'py>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let forwarded = request
+            .exchange
+            .forwarded
+            .as_ref()
+            .is_some_and(|f| f.client.is_some());
+        if forwarded {
+            return Ok(None);
+        }
+        let (version, https) = (request.parts.version, place.scheme == "https");
+        if let Some((template, v, h)) = &self.made {
+            if *v == version && *h == https {
+                return Ok(Some(template.bind(py).clone()));
+            }
+        }
+        if !std::mem::replace(&mut self.seen, true) {
+            return Ok(None);
+        }
+        let template = asgi.template.bind(py).copy()?;
+        set_shared(py, &template, version, place)?;
+        self.made = Some((template.clone().unbind(), version, https));
+        Ok(Some(template))
+    }
+}
+
+/// What a connection's requests share, into `scope`.
+fn set_shared<'py>(
+    py: Python<'py>,
+    scope: &Bound<'py, PyDict>,
+    version: Version,
+    place: &Place<'_, 'py>,
+) -> PyResult<()> {
+    let http_version = match version {
+        Version::Http10 => pyo3::intern!(py, "1.0"),
+        Version::Http11 => pyo3::intern!(py, "1.1"),
+        Version::Http2 => pyo3::intern!(py, "2"),
+    };
+    scope.set_item(pyo3::intern!(py, "http_version"), http_version)?;
+    let scheme = if place.scheme == "https" {
+        pyo3::intern!(py, "https")
+    } else {
+        pyo3::intern!(py, "http")
+    };
+    scope.set_item(pyo3::intern!(py, "scheme"), scheme)?;
+    scope.set_item(pyo3::intern!(py, "client"), &place.client)?;
+    scope.set_item(pyo3::intern!(py, "server"), place.server)
+}
+
+/// The scope dict for `request` (its `type` is "http"); `base`, the connection's
+/// template when it has one for this request (`ConnectionBase`).
 pub fn http<'py>(
     py: Python<'py>,
     asgi: &Asgi,
     request: &Request,
     place: &Place<'_, 'py>,
+    base: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let parts = &request.parts;
     let buf = parts.buf.bind(py).as_bytes();
     let head = &buf[parts.base..];
-    let scope = asgi.template.bind(py).copy()?;
+    let scope = if let Some(base) = base {
+        base.copy()?
+    } else {
+        let scope = asgi.template.bind(py).copy()?;
+        set_shared(py, &scope, parts.version, place)?;
+        scope
+    };
     let version = ASGI_VERSION.get_or_try_init(py, || {
         let version = PyDict::new(py);
         version.set_item("version", "3.0")?;
@@ -81,22 +158,10 @@ pub fn http<'py>(
     })?;
     // A copy: an app that changes it must not change the next request's.
     scope.set_item(pyo3::intern!(py, "asgi"), version.bind(py).copy()?)?;
-    let http_version = match parts.version {
-        crate::http1::parse::Version::Http10 => pyo3::intern!(py, "1.0"),
-        crate::http1::parse::Version::Http11 => pyo3::intern!(py, "1.1"),
-        crate::http1::parse::Version::Http2 => pyo3::intern!(py, "2"),
-    };
-    scope.set_item(pyo3::intern!(py, "http_version"), http_version)?;
     scope.set_item(
         pyo3::intern!(py, "method"),
         method(py, &head[parts.method.clone()]),
     )?;
-    let scheme = if place.scheme == "https" {
-        pyo3::intern!(py, "https")
-    } else {
-        pyo3::intern!(py, "http")
-    };
-    scope.set_item(pyo3::intern!(py, "scheme"), scheme)?;
     let raw_path = &head[parts.path.clone()];
     // uvicorn's way: root_path leads both path and raw_path.
     let path = percent_decode(raw_path);
@@ -116,8 +181,6 @@ pub fn http<'py>(
     let query: &[u8] = parts.query.clone().map_or(b"", |q| &head[q]);
     scope.set_item(pyo3::intern!(py, "query_string"), PyBytes::new(py, query))?;
     scope.set_item(pyo3::intern!(py, "headers"), headers(py, request, head)?)?;
-    scope.set_item(pyo3::intern!(py, "client"), &place.client)?;
-    scope.set_item(pyo3::intern!(py, "server"), place.server)?;
     let state = match &asgi.state {
         Some(state) => state.bind(py).copy()?,
         None => PyDict::new(py),
@@ -139,7 +202,7 @@ pub fn websocket<'py>(
     request: &Request,
     place: &Place<'_, 'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let scope = http(py, asgi, request, place)?;
+    let scope = http(py, asgi, request, place, None)?;
     scope.set_item(pyo3::intern!(py, "type"), pyo3::intern!(py, "websocket"))?;
     scope.del_item(pyo3::intern!(py, "method"))?;
     let scheme = if place.scheme == "https" { "wss" } else { "ws" };

@@ -103,6 +103,24 @@ def test_http10_scope(server: Proc) -> None:
     assert json.loads(body)["http_version"] == "1.0"
 
 
+def test_scopes_of_one_connection_follow_each_request(server: Proc) -> None:
+    # From its second request a connection's scopes start from a template of its
+    # own (version, scheme, client, server set): a request of another version, and
+    # an app that changes its scope, must not leak into the next scope.
+    assert server.port is not None
+    raw = (
+        b"GET /scope HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /scope HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /scope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+        b"GET /scope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    data = exchange(server.port, raw)
+    scopes = [json.loads(part.split(b"\r\n\r\n", 1)[1]) for part in data.split(b"HTTP/1.1 200")[1:]]
+    assert [s["http_version"] for s in scopes] == ["1.1", "1.1", "1.0", "1.1"]
+    assert all(s["client"] == scopes[0]["client"] and s["server"] == scopes[0]["server"] for s in scopes)
+    assert all(s["scheme"] == "http" and s["type"] == "http" for s in scopes)
+
+
 def test_body_echoed(client: httpx.Client) -> None:
     assert client.post("/echo", content=b"x" * 100_000).content == b"x" * 100_000
 

@@ -218,7 +218,7 @@ impl Connection {
     }
 
     fn new_cycle<'py>(
-        &self,
+        &mut self,
         py: Python<'py>,
         asgi: &Asgi,
         request: &Py<Request>,
@@ -229,7 +229,10 @@ impl Connection {
             return Ok(None);
         };
         let place = self.scope_place(py, request.get(), server)?;
-        let scope = scope::http(py, asgi, request.get(), &place)?;
+        let base = self
+            .asgi_scope
+            .for_request(py, asgi, request.get(), &place)?;
+        let scope = scope::http(py, asgi, request.get(), &place, base.as_ref())?;
         let cycle = self.make_cycle(py, request, framing, body, Some(&scope))?;
         Ok(cycle.map(|cycle| (scope, cycle)))
     }

@@ -90,6 +90,8 @@ async def scope_of(scope: Any, receive: Any, send: Any) -> None:
     shown["headers"] = [[n.decode("latin-1"), v.decode("latin-1")] for n, v in scope["headers"]]
     for key in ("raw_path", "query_string"):
         shown[key] = scope[key].decode("latin-1")
+    # An app may change its scope: the next request's must not show it.
+    scope["client"], scope["http_version"] = ("changed by the app", 0), "9"
     await text(send, json.dumps(shown).encode(), headers=[(b"content-type", b"application/json")])
 
 
