@@ -193,9 +193,9 @@ def _log_to(path: str, app: veter.App) -> tuple[_core.LogFile, collections.deque
     """The access log as ``Server.start`` opens it for ``--access-log PATH``, except
     for its scheduler: the server's is ``functools.partial(loop.call_soon, flush)``,
     and the loop calls ``flush`` at the end of the iteration. Here the loop does not
-    turn between reads (they are made from C), so the scheduler queues ``flush`` in
-    the deque returned, and the driver calls what it queued after each read: one
-    write per read, as a server answering one read per loop iteration makes."""
+    turn between reads (they are made from C), so the scheduler notes its call in
+    the deque returned, and the driver calls ``flush`` after each read: one write
+    per read, as a server answering one read per loop iteration makes."""
     log = open_log(path, buffer_bytes=app.config.log_buffer_bytes)
     queued: collections.deque[Callable[[], None]] = collections.deque()
     log.set_scheduler(functools.partial(queued.append, log.flush))
@@ -235,15 +235,10 @@ async def drive(scenario: Scenario, reads: int, log_dir: str) -> None:
         # driver runs per read, so the count is the core's (a Python loop here
         # added ~650 instructions per read on 3.11).
         calls: Any = map(data_received, itertools.repeat(data, reads))
-        if log is not None and queued is not None:
-            # Each read, then the flush the log queued: popped as the next read is
-            # taken (zip takes one of each), so the flush after read i is the one
-            # read i-1 queued, and the first is a plain one. A read that logged
-            # nothing queues nothing: popping the empty deque fails the run.
-            queued.append(log.flush)
+        if log is not None:
+            # Each read, then the flush the loop would run at the end of its iteration.
             read = functools.partial(data_received, data)
-            pairs = zip(itertools.repeat(read, reads), iter(queued.popleft, None), strict=False)
-            calls = map(operator.call, itertools.chain.from_iterable(pairs))
+            calls = map(operator.call, itertools.chain.from_iterable(itertools.repeat((read, log.flush), reads)))
         collections.deque(calls, maxlen=0)
         if conn.in_flight:
             raise RuntimeError("a handler of a scenario without may_suspend became a task")
@@ -252,12 +247,15 @@ async def drive(scenario: Scenario, reads: int, log_dir: str) -> None:
             data_received(data)
             while conn.in_flight:  # a handler that became a task (Python < 3.12): let it end
                 await asyncio.sleep(0)
-    if log is not None:
+    if log is not None and queued is not None:
         log.close()  # writes what is buffered
         expected = reads * scenario.per_read
         written = _lines_in(log_path)
-        if written != expected or log.dropped:
-            raise RuntimeError(f"{written} access log lines written ({log.dropped} dropped), expected {expected}")
+        if written != expected or log.dropped or len(queued) != reads:
+            raise RuntimeError(
+                f"{written} access log lines written ({log.dropped} dropped), expected {expected}; "
+                f"{len(queued)} flushes scheduled for {reads} reads"
+            )
 
 
 def main() -> None:
