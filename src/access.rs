@@ -181,6 +181,7 @@ fn second_text(secs: u64) -> [u8; 19] {
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC) of `wall` (since the Unix epoch), the second
 /// taken from `cache` when it is the one cached, else formatted and cached.
+#[inline]
 fn time_text(wall: Duration, cache: &Mutex<Second>) -> [u8; 24] {
     let secs = wall.as_secs();
     let mut text = [0; 24];
@@ -211,6 +212,7 @@ fn push_time(out: &mut Vec<u8>, wall: Duration, cache: &Mutex<Second>) {
 }
 
 /// Appends `duration` in milliseconds with microsecond precision (`12.345`).
+#[inline]
 fn push_millis(out: &mut Vec<u8>, duration: Duration) {
     let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
     let (whole, frac) = (micros / 1000, micros % 1000);
@@ -227,6 +229,7 @@ fn push_millis(out: &mut Vec<u8>, duration: Duration) {
 }
 
 /// Appends an HTTP status (three digits).
+#[inline]
 fn push_status(out: &mut Vec<u8>, status: u16) {
     if (100..1000).contains(&status) {
         let [d2, d3] = two_digits(u64::from(status));
@@ -242,6 +245,7 @@ fn plain(b: u8) -> bool {
 }
 
 /// Appends `raw`, writing `"`, `\` and bytes outside printable ASCII as `\xHH`.
+#[inline]
 fn push_escaped(out: &mut Vec<u8>, raw: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     if raw.iter().all(|&b| plain(b)) {
