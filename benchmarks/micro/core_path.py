@@ -7,12 +7,16 @@ does this for every scenario against the budgets in tests/perf/budgets.json):
     benchmarks/micro/core_instructions.sh             # every scenario
     benchmarks/micro/core_instructions.sh plaintext   # one
 
-Scenarios (request ids on, access log off, every other default too):
+Scenarios (request ids on, access log off unless named, every other default too):
 
 - ``plaintext``: a ``def`` handler answering a str, one request per read
 - ``json``: a ``def`` handler answering a dict (JSON), one request per read
 - ``async``: an ``async def`` handler that does not suspend, one request per read
 - ``pipelined``: ``plaintext``, 16 requests per read (the count is per request)
+- ``plaintext_log``, ``pipelined_log``: ``plaintext`` and ``pipelined`` with the
+  access log on, as ``veter run --access-log PATH`` sets it up (default text format,
+  a file in a temporary directory, one write per loop iteration: see ``_log_to``);
+  the difference from the unlogged scenario is what a log line costs
 - ``post1k``: a POST with a 1 KiB body read by the handler, one request per read
 - ``notfound``: a path no route matches (404), one request per read
 - ``headers20``: ``plaintext`` with 20 request headers, one request per read
@@ -31,15 +35,21 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import gc
 import itertools
+import operator
 import os
+import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
 import veter
+from veter import _core
+from veter.logs.files import open_log
 from veter.params import Query
 
 
@@ -74,6 +84,7 @@ class Scenario:
     per_read: int  # requests in it
     may_suspend: bool = False  # the handler may become a task: wait for it after each read
     hosted: bool = False  # served by a hosted ASGI app instead of a veter.App
+    logged: bool = False  # the access log is on, written to a file
 
 
 class _Address(msgspec.Struct):
@@ -156,6 +167,8 @@ SCENARIOS: dict[str, Scenario] = {
     "json": Scenario(_get("/json"), 1),
     "async": Scenario(_get("/async"), 1, may_suspend=True),
     "pipelined": Scenario(_get("/") * 16, 16),
+    "plaintext_log": Scenario(_get("/"), 1, logged=True),
+    "pipelined_log": Scenario(_get("/") * 16, 16, logged=True),
     "post1k": Scenario(
         b"POST /upload HTTP/1.1\r\nHost: 127.0.0.1:40000\r\nContent-Type: application/octet-stream\r\n"
         b"Content-Length: 1024\r\n\r\n" + _BODY,
@@ -176,14 +189,38 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-async def drive(scenario: Scenario, reads: int) -> None:
+def _log_to(path: str, app: veter.App) -> tuple[_core.LogFile, collections.deque[Callable[[], None]]]:
+    """The access log as ``Server.start`` opens it for ``--access-log PATH``, except
+    for its scheduler: the server's is ``functools.partial(loop.call_soon, flush)``,
+    and the loop calls ``flush`` at the end of the iteration. Here the loop does not
+    turn between reads (they are made from C), so the scheduler notes its call in
+    the deque returned, and the driver calls ``flush`` after each read: one write
+    per read, as a server answering one read per loop iteration makes."""
+    log = open_log(path, buffer_bytes=app.config.log_buffer_bytes)
+    queued: collections.deque[Callable[[], None]] = collections.deque()
+    log.set_scheduler(functools.partial(queued.append, log.flush))
+    return log, queued
+
+
+def _lines_in(path: str) -> int:
+    """Lines in the file at ``path``, counted by ``wc`` in a process of its own:
+    read here, the count would cost the driver ~5 instructions a byte, more in the
+    run with more reads, and land in the difference."""
+    out = subprocess.run(["wc", "-l", path], capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[0])
+
+
+async def drive(scenario: Scenario, reads: int, log_dir: str) -> None:
     if scenario.hosted:
         from veter.hosted import AsgiApp
 
         app: veter.App = AsgiApp(_asgi_app)
     else:
         app = _app()
-    conn = app.build_dispatcher()()
+    log_path = os.path.join(log_dir, "access.log")
+    log, queued = _log_to(log_path, app) if scenario.logged else (None, None)
+    config = app.config.with_(access_log=log_path) if log else app.config
+    conn = app.build_dispatcher(config, access_log=log)()
     conn.connection_made(NullTransport())
     # What start-up made is kept out of the collector's way: a full collection
     # scanning it would land in one of the two runs (LOW, HIGH reads) and not the
@@ -197,21 +234,36 @@ async def drive(scenario: Scenario, reads: int) -> None:
         # The reads are made from C, as uvloop makes them: no Python frame of this
         # driver runs per read, so the count is the core's (a Python loop here
         # added ~650 instructions per read on 3.11).
-        collections.deque(map(data_received, itertools.repeat(data, reads)), maxlen=0)
+        calls: Any = map(data_received, itertools.repeat(data, reads))
+        if log is not None:
+            # Each read, then the flush the loop would run at the end of its iteration.
+            read = functools.partial(data_received, data)
+            calls = map(operator.call, itertools.chain.from_iterable(itertools.repeat((read, log.flush), reads)))
+        collections.deque(calls, maxlen=0)
         if conn.in_flight:
             raise RuntimeError("a handler of a scenario without may_suspend became a task")
-        return
-    for _ in range(reads):
-        data_received(data)
-        while conn.in_flight:  # a handler that became a task (Python < 3.12): let it end
-            await asyncio.sleep(0)
+    else:
+        for _ in range(reads):
+            data_received(data)
+            while conn.in_flight:  # a handler that became a task (Python < 3.12): let it end
+                await asyncio.sleep(0)
+    if log is not None and queued is not None:
+        log.close()  # writes what is buffered
+        expected = reads * scenario.per_read
+        written = _lines_in(log_path)
+        if written != expected or log.dropped or len(queued) != reads:
+            raise RuntimeError(
+                f"{written} access log lines written ({log.dropped} dropped), expected {expected}; "
+                f"{len(queued)} flushes scheduled for {reads} reads"
+            )
 
 
 def main() -> None:
     import uvloop
 
     scenario = SCENARIOS[os.environ.get("SCENARIO", "plaintext")]
-    uvloop.run(drive(scenario, int(os.environ.get("N", "100000"))))
+    with tempfile.TemporaryDirectory() as log_dir:
+        uvloop.run(drive(scenario, int(os.environ.get("N", "100000")), log_dir))
 
 
 if __name__ == "__main__":

@@ -79,6 +79,13 @@ impl Connection {
         if access.skips(&head[parts.path.clone()]) {
             return;
         }
+        // The wall clock was read with `clock.0`, usually when this request's bytes
+        // came: then the time since is `took`, not a second subtraction.
+        let since_clock = if exchange.started == Some(self.clock.0) {
+            took
+        } else {
+            now.saturating_duration_since(self.clock.0)
+        };
         let forwarded_client = exchange.forwarded.as_ref().and_then(|f| f.client_text());
         access.record(
             py,
@@ -91,7 +98,7 @@ impl Connection {
                 bytes: sent.body_bytes,
                 duration: took,
                 request_id: exchange.id_bytes(),
-                wall: self.clock.1 + now.saturating_duration_since(self.clock.0),
+                wall: self.clock.1 + since_clock,
             },
         );
     }
