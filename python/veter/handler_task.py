@@ -1,6 +1,7 @@
 """The coroutine a suspending handler's task runs when it is not started eagerly
-(Python 3.11, whose asyncio has no eager tasks): the handler's coroutine, awaited, and
-its result or exception handed to the request's completion from inside the task.
+(Python 3.11, whose asyncio has no eager tasks): the handler's coroutine (or a hosted
+ASGI app's), awaited, and its result or exception handed to the request's completion
+(or the app's cycle, which needs only the exception) from inside the task.
 
 A done-callback on the task would be scheduled through the loop (a handle run in a
 later turn) and then ask the task for its result (a method call); handing the result

@@ -25,9 +25,6 @@ use pyo3::types::PyDict;
 pub struct Asgi {
     /// The ASGI 3 callable.
     pub app: Py<PyAny>,
-    /// `veter.hosted.task.run_app`: the coroutine each request's task runs, which
-    /// awaits the app and tells the request's cycle how it ended.
-    pub runner: Py<PyAny>,
     /// `root_path` of every scope (`--root-path`): where a proxy mounts the app.
     pub root_path: String,
     /// The lifespan state: a shallow copy goes into every scope (`scope["state"]`).
@@ -60,14 +57,8 @@ impl Asgi {
         );
         let (app, root_path, state, websocket, wsgi): Spec = spec.extract()?;
         let template = scope::template(spec.py(), &root_path)?.unbind();
-        let runner = spec
-            .py()
-            .import("veter.hosted.task")?
-            .getattr("run_app")?
-            .unbind();
         Ok(Asgi {
             app,
-            runner,
             root_path,
             state,
             websocket,

@@ -14,7 +14,7 @@
 //! hands the cycle a `StreamWriter` (`_veter_start`); until then the app's `send`
 //! waits, and after it `send` waits whenever the client is behind.
 //!
-//! When the app's run ends (on 3.11 `veter.hosted.task.run_app` calls
+//! When the app's run ends (on 3.11 `veter.handler_task.run_handler` calls
 //! `_veter_done` from its task; with eager tasks, `AsgiDone` or at once): nothing sent yet is a 500 (through the
 //! app's error handler, which logs it with the request id); a stream cut short
 //! closes the connection. A client that leaves turns every later `send` into a
@@ -87,7 +87,7 @@ struct State {
     left_waiter: Option<Py<PyAny>>,
     ending: Ending,
     /// The connection has let the app's task go on alone (`call_asgi` returned):
-    /// its end is handled when `run_app` tells it (`_veter_done`, Python 3.11).
+    /// its end is handled when `run_handler` tells it (`_veter_done`, Python 3.11).
     watched: bool,
     /// How the app ended, told before it was watched (an eager start that finished):
     /// `call_asgi` takes it. `Err`: what it raised.
@@ -285,10 +285,15 @@ impl Cycle {
 
 #[pymethods]
 impl Cycle {
-    /// `veter.hosted.task.run_app` says the app ended (`exc`: what it raised). Before
-    /// `call_asgi` lets the task go on alone (an eager start that ran to the end),
-    /// the outcome waits for it; after, the end is handled here.
-    fn _veter_done(slf: &Bound<'_, Self>, exc: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+    /// `veter.handler_task.run_handler` says the app ended (`exc`: what it raised;
+    /// what it returned means nothing to ASGI). Before `call_asgi` lets the task go
+    /// on alone, the outcome waits for it; after, the end is handled here.
+    fn _veter_done(
+        slf: &Bound<'_, Self>,
+        result: &Bound<'_, PyAny>,
+        exc: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let _ = result;
         let failure = exc.map(PyErr::from_value);
         {
             let mut state = slf.get().locked();

@@ -16,11 +16,12 @@ use crate::body_stream::BodyStream;
 use crate::http1::encode::Framing;
 use crate::protocol::current::CurrentRequest;
 use crate::protocol::{Connection, Running, Shared};
+use crate::pyrefs;
 use crate::request::{Body, Request};
 
 /// Called by asyncio when an app's task (that did not finish at once) ends.
 /// Called by asyncio when an app's task that did not finish in its eager start ends
-/// (Python 3.12+; on 3.11 `run_app` tells the cycle instead).
+/// (Python 3.12+; on 3.11 `run_handler` tells the cycle instead).
 #[pyclass(module = "veter._core", name = "_AsgiDone", frozen)]
 pub struct AsgiDone {
     cycle: Py<Cycle>,
@@ -60,18 +61,20 @@ impl Connection {
         // The task copies the context: the request (and its id) stays visible to it.
         let current = CurrentRequest::enter(disp, req)?;
         // How the app's end is learnt. Without eager tasks (Python 3.11) every task
-        // ends through the loop, and `run_app` telling the cycle from inside it costs
-        // less than a done callback's loop turn (1,800 instructions a request). With
-        // them, an app that does not suspend ends in its eager start, where asking
-        // the task costs less than the extra coroutine (1,000): the app runs as it is.
+        // ends through the loop, and `run_handler` telling the cycle from inside it
+        // costs less than a done callback's loop turn (1,800 instructions a request).
+        // With them, an app that does not suspend ends in its eager start, where
+        // asking the task costs less than the extra coroutine (1,000): there the
+        // app's coroutine runs as it is.
         let eager = self.task_kwargs.is_some();
+        let coro = asgi.app.bind(py).call1((scope, receive, send));
         let coro = if eager {
-            asgi.app.bind(py).call1((scope, receive, send))
+            coro
         } else {
-            let app = asgi.app.bind(py);
-            asgi.runner
-                .bind(py)
-                .call1((app, scope, receive, send, cycle.bind(py)))
+            coro.and_then(|coro| {
+                let run = &pyrefs::get(py)?.run_handler;
+                run.bind(py).call1((coro, cycle.bind(py)))
+            })
         };
         let task = coro.and_then(|coro| self.new_task(py, &coro, true));
         drop(current);
