@@ -45,17 +45,19 @@ def closed_clients(route: str, clients: int) -> Cell:
     return Cell(f"{route} x{clients} clients", route, run, params={"route": route, "clients": clients})
 
 
-def cpu_per_request(route: str, rate: int, body: Path | None = None) -> Cell:
+def cpu_per_request(route: str, rate: int, body: Path | None = None, connections: int = 64) -> Cell:
     """Server CPU time per request at a fixed open-loop rate (for when wrk is the bottleneck);
-    with `body`, POSTs of that file's bytes as JSON."""
+    with `body`, POSTs of that file's bytes as JSON. A slow route needs more `connections`
+    than the default: at least its rate times its latency, or the load generator, not the
+    server, sets the rate."""
 
     def run(target: Target) -> Metrics:
         before = target.running.cpu_seconds()
-        metrics = oha(target.url(route), rate, target.settings.latency_seconds, 64, body=body)
+        metrics = oha(target.url(route), rate, target.settings.latency_seconds, connections, body=body)
         used = target.running.cpu_seconds() - before
         served = metrics.get("ok", 0)
         metrics["cpu_s"] = used
         metrics["cpu_us_per_req"] = used / served * 1e6 if served else None
         return metrics
 
-    return Cell(f"{route} cpu @{rate}/s", route, run, params={"route": route, "rate": rate})
+    return Cell(f"{route} cpu @{rate}/s", route, run, params={"route": route, "rate": rate, "c": connections})
