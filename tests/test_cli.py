@@ -18,7 +18,8 @@ GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide.md"
 
 
 def _flags() -> set[str]:
-    return {opt for param in run.params if isinstance(param, click.Option) for opt in param.opts}
+    options = [param for param in run.params if isinstance(param, click.Option)]
+    return {opt for param in options for opt in [*param.opts, *param.secondary_opts]}
 
 
 def test_every_server_setting_has_a_flag() -> None:

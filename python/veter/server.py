@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import errno
 import functools
+import gc
 import logging
 import signal
 import socket
@@ -57,12 +58,18 @@ ROTATION_CHECK_SECONDS = 0.5
 class Server:
     """One listening server for ``app`` on the running loop."""
 
-    def __init__(self, app: App, config: ServerConfig, *, delay_on_stop: bool = True) -> None:
+    def __init__(
+        self, app: App, config: ServerConfig, *, delay_on_stop: bool = True, owns_process: bool = False
+    ) -> None:
         self.app = app
         self.config = config
         #: Whether ``stop`` waits out ``drain_delay`` itself (a worker's master does it
         #: for the whole instance, and tells the worker with ``leave``).
         self.delay_on_stop = delay_on_stop
+        #: Whether serving is what this process is for (``serve``, a worker), so that
+        #: ``gc_freeze`` applies; a server embedded in a larger program (a test) leaves
+        #: the program's collector alone.
+        self.owns_process = owns_process
         self._cut_delay = asyncio.Event()
         self._left = False
         self.dispatcher: _core.Dispatcher | None = None
@@ -84,6 +91,7 @@ class Server:
         self._force = False
         self._owns_socket = False
         self._signals_seen: set[int] = set()
+        self._froze = False
         self._metrics_dir = metrics.snapshot_dir() if config.metrics_path else None
 
     @property
@@ -128,6 +136,13 @@ class Server:
             metrics.mount(self.app, self.config.metrics_path, self)
         self.dispatcher = self.app.build_dispatcher(self.config, access_log=self.access_log)
         loop.set_exception_handler(self._on_loop_error)
+        if self.config.gc_freeze and self.owns_process:
+            # Before the first connection: what is alive now lives as long as the
+            # process, and a full collection would otherwise walk all of it again
+            # each time (docs/design.md, "The collector").
+            gc.collect()
+            gc.freeze()
+            self._froze = True
         # Only sockets no other process holds are this server's to quiesce on stop.
         self._owns_socket = sock is None
         socks = listen_all(self.config, reuse_port=reuse_port) if sock is None else sock
@@ -294,6 +309,11 @@ class Server:
             if self.access_log is not None:
                 self.access_log.set_scheduler(None)
                 self.access_log.close()  # writes what is buffered
+            if self._froze:
+                # A process that goes on after serving (tests, an embedding program)
+                # gets its cycles collected again.
+                gc.unfreeze()
+                self._froze = False
 
     async def _within(self, awaitable: Awaitable[object], deadline: float) -> None:
         """Await ``awaitable`` until ``deadline``; past it, close every connection."""
@@ -308,7 +328,7 @@ class Server:
 
 async def serve(app: App, config: ServerConfig, *, ready: Callable[[Server], Any] | None = None) -> int:
     """Serve until SIGINT/SIGTERM, then stop gracefully; returns the exit status."""
-    server = Server(app, config)
+    server = Server(app, config, owns_process=True)
     loop = asyncio.get_running_loop()
     await server.start()
     for sig in (signal.SIGINT, signal.SIGTERM):

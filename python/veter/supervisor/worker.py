@@ -154,7 +154,7 @@ async def _serve(spec: WorkerSpec, socks: list[socket.socket], fd: int) -> int:
         _send(fd, FATAL)
         return EXIT_STARTUP_FAILED
     # The drain delay is the master's to time, for every worker at once (WINCH).
-    server = Server(app, config, delay_on_stop=False)
+    server = Server(app, config, delay_on_stop=False, owns_process=True)
     try:
         await server.start(sock=socks or None, reuse_port=spec.reuse_port_at is not None)
     except Exception:  # noqa: BLE001 - a failing startup hook is fatal and reported
