@@ -1,10 +1,16 @@
-"""veter for the db scenario (behind nginx): one random row as JSON."""
+"""veter for the db scenario (behind nginx): one random row as JSON, through veter's
+own PostgreSQL pool (veter.pools, what a veter app uses; the peers' apps use asyncpg's
+pool directly, as their docs show). Same query, same pool size as the others."""
+
+import os
+import random
 
 import veter
-from pgpool import LazyPool
+from pgpool import POOL_SIZE, QUERY, ROWS
+from veter.pools import PostgresPool
 
 app = veter.App()
-pool = LazyPool()
+pg = PostgresPool(app, dsn=os.environ["DATABASE_URL"], min_size=POOL_SIZE, max_size=POOL_SIZE)
 
 
 @app.get("/")
@@ -14,4 +20,5 @@ def plaintext(request):
 
 @app.get("/db")
 async def db(request):
-    return await pool.random_item()
+    row = await pg.fetchrow(QUERY, random.randint(1, ROWS))
+    return dict(row)

@@ -100,6 +100,29 @@ async def test_a_waiting_request_gets_the_connection_freed_for_it(kind: Kind, se
         assert pool.stats()["acquire_seconds_max"] > 0
 
 
+async def test_connections_are_lent_in_arrival_order(kind: Kind, server: Any) -> None:
+    """First come, first served: a request that arrives as a connection is given back
+    does not take it from one that has been waiting (a barging queue serves some
+    requests at once and leaves others waiting many turns: a closed loop's p99)."""
+    app, pool = app_with(kind, kind.url(server), min_size=0, max_size=1, acquire_timeout=5)
+    served: list[str] = []
+
+    async def take(who: str) -> None:
+        async with pool.acquire():
+            served.append(who)
+            await asyncio.sleep(0)
+
+    async with AsyncTestClient(app):
+        async with pool.acquire():
+            waiting = [asyncio.ensure_future(take(f"waiter {i}")) for i in range(5)]
+            await eventually(lambda: pool.stats()["waiting"] == 5, what="five waiting requests")
+        # The connection is back and the first waiter woken, but it has not run yet:
+        # this task asks again at once, in the same turn of the loop.
+        await take("late")
+        await asyncio.gather(*waiting)
+    assert served == [*(f"waiter {i}" for i in range(5)), "late"]
+
+
 async def test_down_at_startup_does_not_block_and_recovers(kind: Kind) -> None:
     service = kind.service()  # not started: nothing listens on its port yet
     try:

@@ -18,7 +18,9 @@ TITLE = "db: nginx -> app -> PostgreSQL, one random row of 10,000 as JSON"
 METHOD = """
 nginx (1 worker, upstream keep-alive) proxies to the app; the app reads one row of a
 10,000-row table by a random id through a pool (asyncpg pool of 10 per process for
-the async servers; one psycopg connection per sync worker) and returns it as JSON.
+the async servers, used directly by the peers' apps and through veter's own
+`veter.pools.PostgresPool`, which lends first come first served, by veter's; one
+psycopg connection per sync worker) and returns it as JSON.
 PostgreSQL (fsync off, data under benchmarks/.work) runs on loopback. nginx, the app
 and PostgreSQL all share CPU 0; oha (closed loop, 100 connections) runs on CPU 1, so
 this is a far smaller box than the field's 4-vCPU app server plus separate load
