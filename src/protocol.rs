@@ -36,6 +36,8 @@ pub use current::inline_request;
 mod deferred;
 mod h2;
 mod handler;
+mod loop_refs;
+pub(crate) use loop_refs::LoopRefs;
 mod observe;
 mod respond;
 mod route;

@@ -133,6 +133,9 @@ pub struct Shared<C> {
     /// Connections with answers finished by tasks during this loop iteration, each
     /// written once when the iteration's callbacks are done (`write_later`).
     writes_later: Mutex<Vec<C>>,
+    /// The event loop's objects every connection keeps, made by the loop's first
+    /// connection (`protocol/loop_refs.rs`).
+    pub(crate) loop_refs: Mutex<Option<crate::protocol::LoopRefs>>,
 }
 
 impl<C: Handle> Shared<C> {
@@ -260,6 +263,7 @@ impl<C: Handle> Shared<C> {
             connections: Mutex::new(HashMap::new()),
             on_drained: Mutex::new(None),
             writes_later: Mutex::new(Vec::new()),
+            loop_refs: Mutex::new(None),
         })
     }
 }

@@ -26,6 +26,11 @@ Scenarios (request ids on, access log off unless named, every other default too)
   with constraints) answering a dict, one request per read
 - ``query_get``: ``typed_get``'s answer from an untyped ``def`` handler reading
   the three query parameters by hand (issue 15's reference for the typed GET)
+- ``connection``: ``plaintext`` on a new connection each time: the dispatcher makes
+  the connection, ``connection_made``, the request (``Connection: close``),
+  ``connection_lost``; what a client that does not keep connections alive (or a
+  storm of new ones) costs per request (the transports are made beforehand; the
+  driver's loop runs one Python iteration per connection, ~300 instructions)
 - ``typed_post``: a typed ``def`` handler taking a JSON body of 10 fields (a nested
   object and a list) as a ``msgspec.Struct`` and answering it through its declared
   return type, one request per read
@@ -63,7 +68,9 @@ class NullTransport(asyncio.Transport):
         self.write = collections.deque(maxlen=0).append  # type: ignore[method-assign]
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 1) if name == "peername" else default
+        if name == "peername":
+            return ("127.0.0.1", 1)
+        return ("127.0.0.1", 8000) if name == "sockname" else default
 
     def is_closing(self) -> bool:
         return False
@@ -85,6 +92,7 @@ class Scenario:
     may_suspend: bool = False  # the handler may become a task: wait for it after each read
     hosted: bool = False  # served by a hosted ASGI app instead of a veter.App
     logged: bool = False  # the access log is on, written to a file
+    fresh: bool = False  # each read on a connection of its own, made and lost around it
 
 
 class _Address(msgspec.Struct):
@@ -178,6 +186,7 @@ SCENARIOS: dict[str, Scenario] = {
     "notfound": Scenario(_get("/missing"), 1),
     "headers20": Scenario(_get("/", _HEADERS20), 1),
     "asgi": Scenario(_get("/"), 1, may_suspend=True, hosted=True),
+    "connection": Scenario(_get("/", "Connection: close\r\n"), 1, fresh=True),
     "typed_get": Scenario(_get("/typed?limit=20&offset=40&q=shoes"), 1),
     "query_get": Scenario(_get("/query?limit=20&offset=40&q=shoes"), 1),
     "typed_post": Scenario(
@@ -220,7 +229,11 @@ async def drive(scenario: Scenario, reads: int, log_dir: str) -> None:
     log_path = os.path.join(log_dir, "access.log")
     log, queued = _log_to(log_path, app) if scenario.logged else (None, None)
     config = app.config.with_(access_log=log_path) if log else app.config
-    conn = app.build_dispatcher(config, access_log=log)()
+    dispatcher = app.build_dispatcher(config, access_log=log)
+    if scenario.fresh:
+        await _fresh_connections(dispatcher, scenario.read, reads)
+        return
+    conn = dispatcher()
     conn.connection_made(NullTransport())
     # What start-up made is kept out of the collector's way: a full collection
     # scanning it would land in one of the two runs (LOW, HIGH reads) and not the
@@ -256,6 +269,19 @@ async def drive(scenario: Scenario, reads: int, log_dir: str) -> None:
                 f"{written} access log lines written ({log.dropped} dropped), expected {expected}; "
                 f"{len(queued)} flushes scheduled for {reads} reads"
             )
+
+
+async def _fresh_connections(dispatcher: Any, data: bytes, reads: int) -> None:
+    transports = [NullTransport() for _ in range(reads)]
+    gc.collect()
+    gc.freeze()
+    for transport in transports:
+        conn = dispatcher()
+        conn.connection_made(transport)
+        conn.data_received(data)
+        if conn.in_flight:
+            raise RuntimeError("the connection scenario's handler became a task")
+        conn.connection_lost(None)
 
 
 def main() -> None:

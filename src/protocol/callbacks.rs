@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -16,33 +17,27 @@ impl Connection {
         transport: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let py = slf.py();
-        let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
         let mut this = slf.borrow_mut();
         let disp = this.disp.clone();
         let d = &*disp;
-        if event_loop.call_method0("get_task_factory")?.is_none() {
-            if d.eager_tasks {
-                this.task_kwargs = Some(super::task_kwargs(py, &event_loop, true)?.unbind());
-            }
-            this.plain_task_kwargs = Some(super::task_kwargs(py, &event_loop, false)?.unbind());
-        } else {
-            // The loop has a task factory (instrumentation's, or
-            // `asyncio.eager_task_factory`): it makes every handler's task, through
-            // `create_task`, and decides how it starts.
-            this.create_task = Some(event_loop.getattr("create_task")?.unbind());
-        }
+        let refs = super::loop_refs::for_connection(py, d, this.dispatcher.bind(py))?;
+        this.task_kwargs = refs.task_kwargs;
+        this.plain_task_kwargs = refs.plain_task_kwargs;
+        this.create_task = refs.create_task;
         this.later = Some(super::transport::Later {
-            call_soon: event_loop.getattr("call_soon")?.unbind(),
-            writer: this.dispatcher.bind(py).getattr("_write_later")?.unbind(),
+            call_soon: refs.call_soon,
+            writer: refs.writer,
             queued: false,
         });
         if d.overload.queue_timeout.is_some() {
-            this.end_iteration = Some(this.dispatcher.bind(py).getattr("_end_iteration")?.unbind());
-            this.event_loop = Some(event_loop.clone().unbind());
-            let sock = transport.call_method1("get_extra_info", ("socket",))?;
+            this.end_iteration = refs.end_iteration;
+            this.event_loop = Some(refs.event_loop);
+            let sock =
+                transport.call_method1(intern!(py, "get_extra_info"), (intern!(py, "socket"),))?;
             this.sock = (!sock.is_none()).then(|| sock.unbind());
         }
-        let peer = transport.call_method1("get_extra_info", ("peername",))?;
+        let peer =
+            transport.call_method1(intern!(py, "get_extra_info"), (intern!(py, "peername"),))?;
         if let Some(trust) = &d.proxies {
             this.proxied = match peer.cast::<pyo3::types::PyTuple>() {
                 Ok(tuple) if !tuple.is_empty() => tuple
@@ -64,7 +59,8 @@ impl Connection {
             this.client_text = host;
         }
         if let Some(asgi) = &d.asgi {
-            let sockname = transport.call_method1("get_extra_info", ("sockname",))?;
+            let sockname = transport
+                .call_method1(intern!(py, "get_extra_info"), (intern!(py, "sockname"),))?;
             let (client, server) = (address_pair(&peer, false)?, address_pair(&sockname, true)?);
             if asgi.wsgi.is_some() {
                 let place = crate::asgi::environ::Place::new(client.bind(py), server.bind(py))?;
@@ -73,7 +69,7 @@ impl Connection {
             this.asgi_place = Some((client, server));
         }
         this.client = peer.unbind();
-        this.write = Some(transport.getattr("write")?.unbind());
+        this.write = Some(transport.getattr(intern!(py, "write"))?.unbind());
         this.transport = Some(transport.clone().unbind());
         this.self_ref = Some(slf.clone().unbind());
         this.core.last_activity = Instant::now();
@@ -82,7 +78,8 @@ impl Connection {
         this.sniffing = !h2_stream && d.http2.is_some() && (d.h2c || !d.http1);
         drop(this);
         d.register(id, slf.clone().unbind());
-        if !h2_stream && d.http2.is_some() && h2::alpn_chose_h2(transport)? {
+        // (ALPN only over TLS: a clear-text transport has no SSL object to ask.)
+        if !h2_stream && d.http2.is_some() && d.secure && h2::alpn_chose_h2(transport)? {
             return Self::start_h2(slf, &[]);
         }
         if !h2_stream && d.over_capacity(id, &slf.clone().unbind(), py) {
