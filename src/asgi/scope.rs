@@ -9,7 +9,8 @@ use super::Asgi;
 use crate::http1::parse::Version;
 use crate::request::{percent_decode, Request};
 
-/// `scope["asgi"]`: made once per interpreter.
+/// `scope["asgi"]` of an `http` scope: one dict for every scope, as `extensions`
+/// (apps read it; a copy per request cost ~250 instructions a request).
 static ASGI_VERSION: pyo3::sync::PyOnceLock<Py<PyDict>> = pyo3::sync::PyOnceLock::new();
 
 /// `scope["extensions"]` of an `http` scope: `http.response.pathsend`. One dict for
@@ -28,15 +29,20 @@ pub struct Place<'a, 'py> {
 }
 
 /// The dict every `http` scope of a worker is copied from: every key, in the order
-/// uvicorn gives them, with the values that never change (`type`, `root_path`,
-/// `extensions`) and None for the rest, which `http` overwrites.
+/// uvicorn gives them, with the values that never change (`type`, `asgi`,
+/// `root_path`, `extensions`) and None for the rest, which `http` overwrites.
 pub fn template<'py>(py: Python<'py>, root_path: &str) -> PyResult<Bound<'py, PyDict>> {
     let scope = PyDict::new(py);
     let none = py.None();
     scope.set_item(pyo3::intern!(py, "type"), pyo3::intern!(py, "http"))?;
+    let version = ASGI_VERSION.get_or_try_init(py, || {
+        let version = PyDict::new(py);
+        version.set_item("version", "3.0")?;
+        version.set_item("spec_version", "2.3")?;
+        Ok::<_, PyErr>(version.unbind())
+    })?;
+    scope.set_item(pyo3::intern!(py, "asgi"), version.bind(py))?;
     for key in [
-        pyo3::intern!(py, "asgi"),
-        pyo3::intern!(py, "http_version"),
         pyo3::intern!(py, "method"),
         pyo3::intern!(py, "scheme"),
         pyo3::intern!(py, "path"),
@@ -150,14 +156,6 @@ pub fn http<'py>(
         set_shared(py, &scope, parts.version, place)?;
         scope
     };
-    let version = ASGI_VERSION.get_or_try_init(py, || {
-        let version = PyDict::new(py);
-        version.set_item("version", "3.0")?;
-        version.set_item("spec_version", "2.3")?;
-        Ok::<_, PyErr>(version.unbind())
-    })?;
-    // A copy: an app that changes it must not change the next request's.
-    scope.set_item(pyo3::intern!(py, "asgi"), version.bind(py).copy()?)?;
     scope.set_item(
         pyo3::intern!(py, "method"),
         method(py, &head[parts.method.clone()]),
