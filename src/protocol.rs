@@ -36,8 +36,6 @@ pub use current::inline_request;
 mod deferred;
 mod h2;
 mod handler;
-mod loop_refs;
-pub(crate) use loop_refs::LoopRefs;
 mod observe;
 mod respond;
 mod route;
@@ -547,33 +545,11 @@ impl Connection {
     }
 }
 
-/// Kwargs for `asyncio.Task(coro, **kwargs)` on one loop, started eagerly or not;
-/// built per connection.
-///
-/// Every request's task has the same name: without one, Python 3.11 formats a
-/// new `Task-N` string per task (~1,400 instructions of a request's ~45,000).
 /// `wall` as time since the Unix epoch (zero before it).
 fn unix_time(wall: std::time::SystemTime) -> std::time::Duration {
     wall.duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
 }
-
-fn task_kwargs<'py>(
-    py: Python<'py>,
-    event_loop: &Bound<'py, PyAny>,
-    eager: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("loop", event_loop)?;
-    kwargs.set_item("name", TASK_NAME)?;
-    if eager {
-        kwargs.set_item("eager_start", true)?;
-    }
-    Ok(kwargs)
-}
-
-/// The name of a request's task (`asyncio.Task.get_name`).
-pub const TASK_NAME: &str = "veter-request";
 
 /// What the core asks of the worker while it reads: its limits, and whether a
 /// handler slot is free.

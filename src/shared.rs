@@ -134,8 +134,8 @@ pub struct Shared<C> {
     /// written once when the iteration's callbacks are done (`write_later`).
     writes_later: Mutex<Vec<C>>,
     /// The event loop's objects every connection keeps, made by the loop's first
-    /// connection (`protocol/loop_refs.rs`).
-    pub(crate) loop_refs: Mutex<Option<crate::protocol::LoopRefs>>,
+    /// connection (`event_loop.rs`).
+    pub(crate) loop_refs: Mutex<Option<crate::event_loop::LoopRefs>>,
 }
 
 impl<C: Handle> Shared<C> {

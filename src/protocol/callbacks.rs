@@ -20,7 +20,13 @@ impl Connection {
         let mut this = slf.borrow_mut();
         let disp = this.disp.clone();
         let d = &*disp;
-        let refs = super::loop_refs::for_connection(py, d, this.dispatcher.bind(py))?;
+        let refs = crate::event_loop::refs_for(
+            py,
+            &d.loop_refs,
+            d.eager_tasks,
+            d.overload.queue_timeout.is_some(),
+            this.dispatcher.bind(py),
+        )?;
         this.task_kwargs = refs.task_kwargs;
         this.plain_task_kwargs = refs.plain_task_kwargs;
         this.create_task = refs.create_task;

@@ -1,4 +1,5 @@
-//! What every connection of a worker takes from its event loop, looked up once.
+//! The event loop as the connections see it: the objects each keeps, looked up once
+//! per loop, and the kwargs of a request's task.
 //!
 //! `connection_made` used to import asyncio, ask for the running loop, build the
 //! task kwargs and look up `call_soon` and the dispatcher's hooks for each new
@@ -13,7 +14,27 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
-use crate::shared::Shared;
+/// The name of a request's task (`asyncio.Task.get_name`).
+pub const TASK_NAME: &str = "veter-request";
+
+/// Kwargs for `asyncio.Task(coro, **kwargs)` on one loop, started eagerly or not;
+/// made once per loop (`LoopRefs`).
+///
+/// Every request's task has the same name: without one, Python 3.11 formats a
+/// new `Task-N` string per task (~1,400 instructions of a request's ~45,000).
+pub(crate) fn task_kwargs<'py>(
+    py: Python<'py>,
+    event_loop: &Bound<'py, PyAny>,
+    eager: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("loop", event_loop)?;
+    kwargs.set_item("name", TASK_NAME)?;
+    if eager {
+        kwargs.set_item("eager_start", true)?;
+    }
+    Ok(kwargs)
+}
 
 /// The objects of one event loop that a connection keeps.
 pub(crate) struct LoopRefs {
@@ -54,11 +75,11 @@ impl LoopRefs {
             )
         } else {
             let eager = eager
-                .then(|| super::task_kwargs(py, event_loop, true).map(Bound::unbind))
+                .then(|| task_kwargs(py, event_loop, true).map(Bound::unbind))
                 .transpose()?;
             (
                 eager,
-                Some(super::task_kwargs(py, event_loop, false)?.unbind()),
+                Some(task_kwargs(py, event_loop, false)?.unbind()),
                 None,
             )
         };
@@ -107,35 +128,31 @@ fn get_running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     get.bind(py).call0()
 }
 
-/// The running loop's objects for a new connection of `disp`: the ones made for
-/// an earlier connection when the loop and its task factory are the same, else new
-/// ones (kept for the next connection).
-pub(crate) fn for_connection<C>(
+/// The running loop's objects for a new connection: the ones in `cache` (made for
+/// an earlier connection) when the loop and its task factory are the same, else new
+/// ones, kept there for the next connection. `eager`: tasks may start eagerly;
+/// `queue_timeout`: the dispatcher's end-of-iteration marker is wanted.
+pub(crate) fn refs_for(
     py: Python<'_>,
-    disp: &Shared<C>,
+    cache: &Mutex<Option<LoopRefs>>,
+    eager: bool,
+    queue_timeout: bool,
     dispatcher: &Bound<'_, PyAny>,
 ) -> PyResult<LoopRefs> {
     let event_loop = get_running_loop(py)?;
     let factory = !event_loop
         .call_method0(intern!(py, "get_task_factory"))?
         .is_none();
-    if let Some(refs) = lock(&disp.loop_refs).as_ref() {
+    if let Some(refs) = lock(cache).as_ref() {
         if refs.event_loop.is(&event_loop) && refs.factory == factory {
             return Ok(refs.share(py));
         }
     }
     // Made without the lock held: the lookups run Python code, which may let
     // another thread (another loop serving the same app) in.
-    let refs = LoopRefs::new(
-        py,
-        &event_loop,
-        factory,
-        disp.eager_tasks,
-        dispatcher,
-        disp.overload.queue_timeout.is_some(),
-    )?;
+    let refs = LoopRefs::new(py, &event_loop, factory, eager, dispatcher, queue_timeout)?;
     let shared = refs.share(py);
-    *lock(&disp.loop_refs) = Some(refs);
+    *lock(cache) = Some(refs);
     Ok(shared)
 }
 
