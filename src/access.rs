@@ -86,8 +86,14 @@ pub struct Entry<'a> {
     pub wall: Duration,
 }
 
-/// A unix second and its `YYYY-MM-DDTHH:MM:SS`, formatted at most once a second.
-type Second = (u64, [u8; 19]);
+/// The time text of the last millisecond written, `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC):
+/// the lines of one millisecond copy it, the first of the next rewrites its last
+/// five bytes, and the first of the next second formats the date too.
+struct Stamp {
+    /// Milliseconds since the Unix epoch (`u64::MAX`: none yet).
+    millis: u64,
+    text: [u8; 24],
+}
 
 pub struct AccessLog {
     pub file: Py<LogFile>,
@@ -100,10 +106,10 @@ pub struct AccessLog {
 struct Lines {
     format: Format,
     pid: u32,
-    /// The last second written. A lock taken once a line, uncontended (lines are
-    /// made holding the GIL): a thread-local cost a `__tls_get_addr` call (~80
+    /// The last millisecond written. A lock taken once a line, uncontended (lines
+    /// are made holding the GIL): a thread-local cost a `__tls_get_addr` call (~80
     /// instructions) in this shared library.
-    second: Mutex<Second>,
+    stamp: Mutex<Stamp>,
 }
 
 fn parse_template(template: &str) -> Result<Vec<Segment>, String> {
@@ -162,6 +168,28 @@ fn two_digits(value: u64) -> [u8; 2] {
     ]
 }
 
+/// `000` to `999`, three bytes each: a number under 1000 is written with one
+/// lookup instead of three divisions.
+#[allow(clippy::cast_possible_truncation)] // digits: 0..=9
+const DIGITS3: [u8; 3000] = {
+    let mut table = [0; 3000];
+    let mut n = 0;
+    while n < 1000 {
+        table[3 * n] = b'0' + (n / 100) as u8;
+        table[3 * n + 1] = b'0' + (n / 10 % 10) as u8;
+        table[3 * n + 2] = b'0' + (n % 10) as u8;
+        n += 1;
+    }
+    table
+};
+
+/// The three digits of `value` (under 1000).
+#[inline]
+fn three_digits(value: u64) -> [u8; 3] {
+    let at = usize::try_from(value).unwrap_or(0).min(999) * 3;
+    [DIGITS3[at], DIGITS3[at + 1], DIGITS3[at + 2]]
+}
+
 /// `YYYY-MM-DDTHH:MM:SS` of the unix second `secs` (UTC).
 fn second_text(secs: u64) -> [u8; 19] {
     let (year, month, day) = civil(i64::try_from(secs / 86_400).unwrap_or(0));
@@ -179,61 +207,82 @@ fn second_text(secs: u64) -> [u8; 19] {
     ]
 }
 
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC) of `wall` (since the Unix epoch), the second
-/// taken from `cache` when it is the one cached, else formatted and cached.
-#[inline]
-fn time_text(wall: Duration, cache: &Mutex<Second>) -> [u8; 24] {
-    let secs = wall.as_secs();
-    let mut text = [0; 24];
-    {
-        let mut cached = cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if cached.0 != secs {
-            *cached = (secs, second_text(secs));
+impl Stamp {
+    const NONE: Stamp = Stamp {
+        millis: u64::MAX,
+        text: [0; 24],
+    };
+
+    /// The text of `wall` (since the Unix epoch), formatted when its millisecond
+    /// is not the one kept.
+    #[inline]
+    fn text_of(&mut self, wall: Duration) -> &[u8; 24] {
+        let millis = wall.as_secs() * 1000 + u64::from(wall.subsec_millis());
+        if millis != self.millis {
+            self.update(millis);
         }
-        text[..19].copy_from_slice(&cached.1);
+        &self.text
     }
-    let millis = u64::from(wall.subsec_millis());
-    let [m2, m3] = two_digits(millis);
-    text[19..].copy_from_slice(&[
-        b'.',
-        b'0' + u8::try_from(millis / 100).unwrap_or(0),
-        m2,
-        m3,
-        b'Z',
-    ]);
-    text
+
+    #[cold]
+    #[inline(never)]
+    fn update(&mut self, millis: u64) {
+        let secs = millis / 1000;
+        if secs != self.millis / 1000 {
+            self.text[..19].copy_from_slice(&second_text(secs));
+        }
+        let [m1, m2, m3] = three_digits(millis % 1000);
+        self.text[19..].copy_from_slice(&[b'.', m1, m2, m3, b'Z']);
+        self.millis = millis;
+    }
+}
+
+fn locked(stamp: &Mutex<Stamp>) -> std::sync::MutexGuard<'_, Stamp> {
+    stamp
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Appends the time `wall` as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
-fn push_time(out: &mut Vec<u8>, wall: Duration, cache: &Mutex<Second>) {
-    out.extend_from_slice(&time_text(wall, cache));
+fn push_time(out: &mut Vec<u8>, wall: Duration, stamp: &Mutex<Stamp>) {
+    out.extend_from_slice(locked(stamp).text_of(wall));
+}
+
+/// Microseconds in `duration` (u64: 584,942 years; `as_micros` is a u128).
+fn micros(duration: Duration) -> u64 {
+    duration
+        .as_secs()
+        .saturating_mul(1_000_000)
+        .saturating_add(u64::from(duration.subsec_micros()))
+}
+
+/// `duration` in milliseconds with microsecond precision when under 10 ms
+/// (`7.001`), most answers: a fixed-size copy.
+#[inline]
+fn short_millis(duration: Duration) -> Option<[u8; 5]> {
+    let micros = micros(duration);
+    let whole = u8::try_from(micros / 1000).ok().filter(|&w| w < 10)?;
+    let [f1, f2, f3] = three_digits(micros % 1000);
+    Some([b'0' + whole, b'.', f1, f2, f3])
 }
 
 /// Appends `duration` in milliseconds with microsecond precision (`12.345`).
-#[inline]
 fn push_millis(out: &mut Vec<u8>, duration: Duration) {
-    let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
-    let (whole, frac) = (micros / 1000, micros % 1000);
-    let [f2, f3] = two_digits(frac);
-    let frac = [b'.', b'0' + u8::try_from(frac / 100).unwrap_or(0), f2, f3];
-    if whole < 10 {
-        // Most answers take under 10 ms: one digit, no itoa call.
-        let digit = b'0' + u8::try_from(whole).unwrap_or(0);
-        out.extend_from_slice(&[digit, frac[0], frac[1], frac[2], frac[3]]);
-    } else {
-        out.extend_from_slice(itoa::Buffer::new().format(whole).as_bytes());
-        out.extend_from_slice(&frac);
+    if let Some(text) = short_millis(duration) {
+        out.extend_from_slice(&text);
+        return;
     }
+    let micros = micros(duration);
+    out.extend_from_slice(itoa::Buffer::new().format(micros / 1000).as_bytes());
+    let [f1, f2, f3] = three_digits(micros % 1000);
+    out.extend_from_slice(&[b'.', f1, f2, f3]);
 }
 
 /// Appends an HTTP status (three digits).
 #[inline]
 fn push_status(out: &mut Vec<u8>, status: u16) {
     if (100..1000).contains(&status) {
-        let [d2, d3] = two_digits(u64::from(status));
-        out.extend_from_slice(&[b'0' + u8::try_from(status / 100).unwrap_or(0), d2, d3]);
+        out.extend_from_slice(&three_digits(u64::from(status)));
     } else {
         out.extend_from_slice(itoa::Buffer::new().format(status).as_bytes());
     }
@@ -247,12 +296,18 @@ fn plain(b: u8) -> bool {
 /// Appends `raw`, writing `"`, `\` and bytes outside printable ASCII as `\xHH`.
 #[inline]
 fn push_escaped(out: &mut Vec<u8>, raw: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     if raw.iter().all(|&b| plain(b)) {
         // Nearly every target: one copy, not a push per byte.
         out.extend_from_slice(raw);
-        return;
+    } else {
+        push_escaping(out, raw);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn push_escaping(out: &mut Vec<u8>, raw: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for &b in raw {
         if plain(b) {
             out.push(b);
@@ -335,11 +390,11 @@ impl Lines {
         Lines {
             format,
             pid: std::process::id(),
-            second: Mutex::new((u64::MAX, [0; 19])),
+            stamp: Mutex::new(Stamp::NONE),
         }
     }
 
-    /// Appends `entry`'s line (without its newline).
+    /// Appends `entry`'s line and its newline.
     fn write(&self, out: &mut Vec<u8>, entry: &Entry<'_>) {
         let now = entry.wall;
         match &self.format {
@@ -351,41 +406,70 @@ impl Lines {
                         Segment::Field(field) => self.push_field(out, *field, entry, now, false),
                     }
                 }
+                out.push(b'\n');
             }
             Format::Json => self.push_json(out, entry, now),
         }
     }
 
-    /// Writes `DEFAULT_TEMPLATE`'s line: what walking its segments writes.
+    /// Writes `DEFAULT_TEMPLATE`'s line (and its newline): what walking its
+    /// segments writes, in as few copies as it can. A copy of a length known
+    /// here is a few moves; of any other length, a `memcpy` call, and each checks
+    /// the buffer's room.
     fn push_default(&self, out: &mut Vec<u8>, e: &Entry<'_>) {
-        // The longest a line can be but for its variable fields: one reserve, so
-        // none of the copies below grows the buffer.
-        out.reserve(96 + e.client.len() + e.method.len() + 4 * e.target.len() + e.request_id.len());
-        out.extend_from_slice(&time_text(e.wall, &self.second));
-        out.push(b' ');
-        out.extend_from_slice(or_dash(e.client.as_bytes()));
-        out.extend_from_slice(b" \"");
-        out.extend_from_slice(or_dash(e.method));
-        out.push(b' ');
-        push_escaped(out, or_dash(e.target));
-        out.push(b' ');
-        // `HTTP/1.1" ` in one fixed-size copy (every version but `-` has 8 bytes).
-        if let Ok(version) = <[u8; 8]>::try_from(e.version.as_bytes()) {
-            let mut field = [b' '; 10];
-            field[..8].copy_from_slice(&version);
-            field[8] = b'"';
-            out.extend_from_slice(&field);
-        } else {
-            out.extend_from_slice(e.version.as_bytes());
-            out.extend_from_slice(b"\" ");
+        {
+            let mut head = [b' '; 25];
+            head[..24].copy_from_slice(locked(&self.stamp).text_of(e.wall));
+            out.extend_from_slice(&head);
         }
-        push_status(out, e.status);
-        out.push(b' ');
+        out.extend_from_slice(or_dash(e.client.as_bytes()));
+        // ` "GET ` in one copy for a method of 3 or 4 letters.
+        match *e.method {
+            [m1, m2, m3] => out.extend_from_slice(&[b' ', b'"', m1, m2, m3, b' ']),
+            [m1, m2, m3, m4] => out.extend_from_slice(&[b' ', b'"', m1, m2, m3, m4, b' ']),
+            _ => {
+                out.extend_from_slice(b" \"");
+                out.extend_from_slice(or_dash(e.method));
+                out.push(b' ');
+            }
+        }
+        push_escaped(out, or_dash(e.target));
+        // ` HTTP/1.1" 200 ` in one copy: every version but `-` has 8 bytes, and
+        // nearly every status 3 digits.
+        match <[u8; 8]>::try_from(e.version.as_bytes()) {
+            Ok([v1, v2, v3, v4, v5, v6, v7, v8]) if (100..1000).contains(&e.status) => {
+                let [s1, s2, s3] = three_digits(u64::from(e.status));
+                out.extend_from_slice(&[
+                    b' ', v1, v2, v3, v4, v5, v6, v7, v8, b'"', b' ', s1, s2, s3, b' ',
+                ]);
+            }
+            _ => {
+                out.push(b' ');
+                out.extend_from_slice(e.version.as_bytes());
+                out.extend_from_slice(b"\" ");
+                push_status(out, e.status);
+                out.push(b' ');
+            }
+        }
         out.extend_from_slice(itoa::Buffer::new().format(e.bytes).as_bytes());
-        out.push(b' ');
-        push_millis(out, e.duration);
-        out.push(b' ');
-        out.extend_from_slice(or_dash(e.request_id));
+        // ` 7.001 <32-byte id>\n` in one copy: most answers take under 10 ms, and
+        // generated ids have 32 bytes.
+        if let (Some(millis), Ok(id)) = (
+            short_millis(e.duration),
+            <&[u8; 32]>::try_from(e.request_id),
+        ) {
+            let mut tail = [b' '; 40];
+            tail[1..6].copy_from_slice(&millis);
+            tail[7..39].copy_from_slice(id);
+            tail[39] = b'\n';
+            out.extend_from_slice(&tail);
+        } else {
+            out.push(b' ');
+            push_millis(out, e.duration);
+            out.push(b' ');
+            out.extend_from_slice(or_dash(e.request_id));
+            out.push(b'\n');
+        }
     }
 
     fn push_field(
@@ -398,7 +482,7 @@ impl Lines {
     ) {
         let mut digits = itoa::Buffer::new();
         match field {
-            Field::Time => push_time(out, now, &self.second),
+            Field::Time => push_time(out, now, &self.stamp),
             Field::Client => out.extend_from_slice(or_dash(e.client.as_bytes())),
             Field::Method => out.extend_from_slice(or_dash(e.method)),
             Field::Target if json => push_json_str(out, e.target),
@@ -434,7 +518,7 @@ impl Lines {
             out.extend_from_slice(key.as_bytes());
             self.push_field(out, field, e, now, true);
         }
-        out.push(b'}');
+        out.extend_from_slice(b"}\n");
     }
 }
 
@@ -471,15 +555,24 @@ mod tests {
 
     #[test]
     fn time_and_duration_formats() {
-        let cache = Mutex::new((u64::MAX, [0; 19]));
+        let cache = Mutex::new(Stamp::NONE);
         let mut out = Vec::new();
         push_time(&mut out, Duration::from_millis(1_795_357_501_007), &cache);
         assert_eq!(String::from_utf8(out).unwrap(), "2026-11-22T14:25:01.007Z");
         // The cached second, then a new one.
         let mut out = Vec::new();
         push_time(&mut out, Duration::from_millis(1_795_357_501_999), &cache);
+        push_time(
+            &mut out,
+            Duration::from_micros(1_795_357_501_999_999),
+            &cache,
+        );
         push_time(&mut out, Duration::from_secs(951_782_400), &cache);
-        assert_eq!(out, b"2026-11-22T14:25:01.999Z2000-02-29T00:00:00.000Z");
+        push_time(&mut out, Duration::from_secs(951_782_401), &cache);
+        assert_eq!(
+            out,
+            b"2026-11-22T14:25:01.999Z2026-11-22T14:25:01.999Z2000-02-29T00:00:00.000Z2000-02-29T00:00:01.000Z"
+        );
         for (micros, text) in [
             (12_045, "12.045"),
             (0, "0.000"),
@@ -504,30 +597,53 @@ mod tests {
         let walk = Lines::new(Format::Text(parse_template(DEFAULT_TEMPLATE).unwrap()));
         let targets: [&[u8]; 4] = [b"/", b"", b"/a?q=%22x&b=\"y\"", b"/\xff\x01 \\"];
         let versions = ["HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "-"];
+        let ids: [&[u8]; 3] = [b"0123456789abcdef0123456789abcdef", b"", b"rid-1"];
         for (i, target) in targets.iter().enumerate() {
             for (j, version) in versions.iter().enumerate() {
-                let entry = Entry {
-                    client: if i == 1 { "" } else { "2001:db8::1" },
-                    method: if j == 3 { b"" } else { b"GET" },
-                    target,
-                    version,
-                    status: [200, 404, 101, 1000][j],
-                    bytes: [0, 13, 4096, 1 << 40][i],
-                    duration: Duration::from_micros([0, 7_001, 12_345, 98_765_432][j]),
-                    request_id: if j == 2 {
-                        b""
-                    } else {
-                        b"0123456789abcdef0123456789abcdef"
-                    },
-                    wall: Duration::from_millis(1_795_357_501_007 + 997 * (i as u64)),
-                };
-                let (mut a, mut b) = (Vec::new(), Vec::new());
-                fast.write(&mut a, &entry);
-                walk.write(&mut b, &entry);
-                assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b));
-                assert!(!a.is_empty());
+                for (k, status) in [200, 404, 101, 1000, 99].into_iter().enumerate() {
+                    let entry = Entry {
+                        client: if i == 1 { "" } else { "2001:db8::1" },
+                        method: if j == 3 { b"" } else { b"GET" },
+                        target,
+                        version,
+                        status,
+                        bytes: [0, 13, 4096, 1 << 40][i],
+                        duration: Duration::from_micros([0, 7_001, 12_345, 98_765_432][j]),
+                        request_id: ids[(i + k) % 3],
+                        wall: Duration::from_millis(
+                            1_795_357_501_007 + 997 * (i as u64) + k as u64,
+                        ),
+                    };
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    fast.write(&mut a, &entry);
+                    walk.write(&mut b, &entry);
+                    assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b));
+                    assert!(!a.is_empty());
+                }
             }
         }
+    }
+
+    #[test]
+    fn default_line_bytes() {
+        let entry = Entry {
+            client: "127.0.0.1",
+            method: b"GET",
+            target: b"/",
+            version: "HTTP/1.1",
+            status: 200,
+            bytes: 13,
+            duration: Duration::from_micros(1_234),
+            request_id: b"0123456789abcdef0123456789abcdef",
+            wall: Duration::from_millis(1_795_357_501_007),
+        };
+        let mut out = Vec::new();
+        Lines::new(Format::Default).write(&mut out, &entry);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "2026-11-22T14:25:01.007Z 127.0.0.1 \"GET / HTTP/1.1\" 200 13 1.234 \
+             0123456789abcdef0123456789abcdef\n"
+        );
     }
 
     #[test]

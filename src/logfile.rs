@@ -158,13 +158,12 @@ impl LogFile {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Appends one record; `build` writes it (without the newline) into the buffer.
+    /// Appends one record; `build` writes it and its newline into the buffer.
     pub fn append_with(&self, py: Python<'_>, build: impl FnOnce(&mut Vec<u8>)) {
         let (was_empty, full) = {
             let mut inner = self.locked();
             let was_empty = inner.buf.is_empty();
             build(&mut inner.buf);
-            inner.buf.push(b'\n');
             (was_empty, inner.buf.len() >= self.buffer_bytes)
         };
         self.lines.fetch_add(1, Ordering::Relaxed);
@@ -259,7 +258,10 @@ impl LogFile {
     /// than the buffer.
     fn write(&self, py: Python<'_>, record: &str) {
         let record = record.strip_suffix('\n').unwrap_or(record);
-        self.append_with(py, |buf| buf.extend_from_slice(record.as_bytes()));
+        self.append_with(py, |buf| {
+            buf.extend_from_slice(record.as_bytes());
+            buf.push(b'\n');
+        });
     }
 
     /// Writes the buffered lines now.
