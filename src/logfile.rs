@@ -175,16 +175,18 @@ impl LogFile {
     }
 
     fn schedule(&self, py: Python<'_>) {
+        // A `Bound` clone: dropping it is a plain decref, where dropping a `Py`
+        // first asks a thread-local whether this thread is attached.
         let scheduler = self
             .scheduler
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .as_ref()
-            .map(|s| s.clone_ref(py));
+            .map(|s| s.bind(py).clone());
         match scheduler {
             None => self.flush_now(),
             Some(s) => {
-                if !self.scheduled.swap(true, Ordering::Relaxed) && s.call0(py).is_err() {
+                if !self.scheduled.swap(true, Ordering::Relaxed) && s.call0().is_err() {
                     self.scheduled.store(false, Ordering::Relaxed);
                     self.flush_now();
                 }

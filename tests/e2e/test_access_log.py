@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import socket
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -120,6 +121,37 @@ def test_json_lines_template_and_health(serve: Callable[..., RunningServer], tmp
     exchange(running, b"GET /items/2 HTTP/1.1\r\nHost: a\r\n\r\n", 1)
     running.stop()
     assert lines_of(custom) == ["GET /items/2 -> 200"]
+
+
+@pytest.mark.parametrize("interval", [0, 0.05])
+def test_a_line_is_written_when_the_loop_goes_idle(
+    serve: Callable[..., RunningServer], tmp_path: Path, interval: float
+) -> None:
+    """No request follows the last one: its line is written all the same, at the end
+    of its loop iteration (interval 0) or once the interval has passed."""
+    path = tmp_path / "access.log"
+    running = serve(app_with_routes(), access_log=str(path), log_flush_interval=interval)
+    exchange(running, b"GET /items/3 HTTP/1.1\r\nHost: a\r\n\r\n", 1)
+    deadline = time.monotonic() + 5
+    while not path.read_bytes().endswith(b"\n") and time.monotonic() < deadline:
+        time.sleep(0.005)  # polled: the server's own timer decides when it is written
+    lines = lines_of(path)
+    assert len(lines) == 1 and TEXT.match(lines[0]), lines
+    running.stop()
+    assert lines_of(path) == lines
+
+
+def test_buffered_lines_are_written_on_a_graceful_stop(
+    serve: Callable[..., RunningServer], tmp_path: Path
+) -> None:
+    path = tmp_path / "access.log"
+    # An interval no test waits for: only the stop writes the lines.
+    running = serve(app_with_routes(), access_log=str(path), log_flush_interval=60)
+    exchange(running, b"GET /items/4 HTTP/1.1\r\nHost: a\r\n\r\n" * 3, 3)
+    assert path.read_bytes() == b""
+    running.stop()
+    lines = lines_of(path)
+    assert len(lines) == 3 and all(TEXT.match(line) for line in lines), lines
 
 
 def test_bad_formats_are_refused() -> None:
