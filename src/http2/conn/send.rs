@@ -195,8 +195,8 @@ impl Connection {
         if let Some(status) = status {
             self.encoder.encode_status(status, &mut block);
         }
-        for (name, value) in fields {
-            self.encoder.encode(name, value, &mut block);
+        for (place, (name, value)) in fields.enumerate() {
+            self.encoder.encode_at(place, name, value, &mut block);
         }
         let max_frame = self.peer.max_frame_size as usize;
         frame::write_header_block(&mut self.out, stream, &block, end_stream, max_frame);

@@ -27,6 +27,7 @@
 //! block, then the final one, so the peer evicts exactly what we evicted (4.2).
 
 use super::integer::{self, write_string};
+use super::memo::{Kept, Memo};
 use super::table::{DynamicTable, DYNAMIC_START, ENTRY_OVERHEAD, STATIC};
 
 /// The table size both sides start with (RFC 9113 `SETTINGS_HEADER_TABLE_SIZE`).
@@ -41,6 +42,10 @@ pub struct Encoder {
     table: DynamicTable,
     /// Size updates not yet sent: the smallest since the last block, the last.
     pending: Option<(usize, usize)>,
+    /// Moves on with every change to `table` (`memo.rs`).
+    generation: u64,
+    /// What the last blocks' fields were written as, by place (`encode_at`).
+    memo: Memo,
 }
 
 /// How a literal field is written (RFC 7541 6.2).
@@ -63,6 +68,8 @@ impl Encoder {
         Self {
             table: DynamicTable::new(DEFAULT_TABLE_SIZE.min(MAX_TABLE_SIZE)),
             pending: None,
+            generation: 0,
+            memo: Memo::default(),
         }
     }
 
@@ -78,6 +85,7 @@ impl Encoder {
             .map_or(size, |(smallest, _)| smallest.min(size));
         self.pending = Some((smallest, size));
         self.table.set_max_size(size);
+        self.generation += 1;
     }
 
     /// Writes the pending size update(s), if any; call at the start of every block.
@@ -123,14 +131,42 @@ impl Encoder {
 
     /// One field; `name` is lowercase (the caller guarantees it).
     pub fn encode(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        self.write(name, value, out);
+    }
+
+    /// `encode` for the field at `place` in its block: when the field at that place
+    /// of an earlier block was the same (`memo.rs`), its bytes are copied.
+    pub fn encode_at(&mut self, place: usize, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        debug_assert!(self.pending.is_none(), "begin_block was not called");
+        if let Some((bytes, then_value)) = self.memo.find(place, self.generation, name, value) {
+            out.extend_from_slice(bytes);
+            if then_value {
+                write_string(value, out);
+            }
+            return;
+        }
+        let at = out.len();
+        let (kind, len) = match self.write(name, value, out) {
+            Written::Whole => (Some(Kept::Whole), out.len() - at),
+            Written::Name(len) => (Some(Kept::Name), len),
+            Written::Other => (None, 0),
+        };
+        let bytes = &out[at..at + len];
+        self.memo
+            .keep(place, self.generation, kind, name, value, bytes);
+    }
+
+    /// `encode`, saying what it wrote.
+    fn write(&mut self, name: &[u8], value: &[u8], out: &mut Vec<u8>) -> Written {
         // A size update left unsent would put the peer's table out of step with ours.
         debug_assert!(self.pending.is_none(), "begin_block was not called");
         let (static_name, static_full) = find_static(name, value);
         if let Some(index) = static_full {
             integer::encode(index, 7, 0x80, out);
-            return;
+            return Written::Whole;
         }
-        let mut indexing = self.indexing(static_name, name, value);
+        let by_name = by_name(static_name, name);
+        let mut indexing = self.sized(by_name, name, value);
         // A field we do not index is not in our table whole, but for one indexed
         // before the table shrank under it (then sending it literally is merely
         // longer): if the static table has its name, there is nothing to look for.
@@ -142,7 +178,7 @@ impl Encoder {
             };
         if let Some(i) = dynamic_full {
             integer::encode(DYNAMIC_START + i, 7, 0x80, out);
-            return;
+            return Written::Whole;
         }
         // A name on every answer with a new value each time (x-request-id): its
         // first field is indexed, so that the later ones name it by index (one
@@ -160,33 +196,40 @@ impl Encoder {
             Indexing::Without => (4, 0x00),
             Indexing::Never => (4, 0x10),
         };
-        if let Some(index) = name_index {
+        let start = out.len();
+        let written = if let Some(index) = name_index {
             integer::encode(index, prefix, flags, out);
+            // Kept by name only when its name alone chose how it is written.
+            if indexing == by_name && indexing != Indexing::Incremental {
+                Written::Name(out.len() - start)
+            } else {
+                Written::Other
+            }
         } else {
             integer::encode(0, prefix, flags, out);
             write_string(name, out);
-        }
+            Written::Other
+        };
         write_string(value, out);
         if indexing == Indexing::Incremental {
             self.table.insert(name, value);
+            self.generation += 1;
         }
+        written
     }
 
-    /// The policy of the module's doc comment; a static name's by its index, so
-    /// most fields cost no string comparison here.
+    /// The policy of the module's doc comment.
+    #[cfg(test)]
     fn indexing(&self, static_name: Option<usize>, name: &[u8], value: &[u8]) -> Indexing {
-        let by_name = match static_name {
-            // authorization, cookie, proxy-authorization, set-cookie.
-            Some(23 | 32 | 49 | 55) => return Indexing::Never,
-            // :path, age, content-length, content-range, etag, last-modified, location.
-            Some(4 | 21 | 28 | 30 | 34 | 44 | 46) => Indexing::Without,
-            Some(_) => Indexing::Incremental,
-            None => match name {
-                b"x-request-id" | b"traceparent" => Indexing::Without,
-                _ => Indexing::Incremental,
-            },
-        };
-        if (name.len() + value.len() + ENTRY_OVERHEAD) * 4 > self.table.max_size() {
+        self.sized(by_name(static_name, name), name, value)
+    }
+
+    /// The policy for a name, given its value: a field too large for a quarter of
+    /// the table is not indexed.
+    fn sized(&self, by_name: Indexing, name: &[u8], value: &[u8]) -> Indexing {
+        if by_name == Indexing::Never {
+            Indexing::Never
+        } else if (name.len() + value.len() + ENTRY_OVERHEAD) * 4 > self.table.max_size() {
             Indexing::Without
         } else {
             by_name
@@ -206,6 +249,33 @@ impl Encoder {
             }
         }
         (None, name_match)
+    }
+}
+
+/// What `Encoder::write` wrote, for `encode_at` to keep.
+enum Written {
+    /// One index.
+    Whole,
+    /// A literal left out of the table, its name (in this many first bytes) by
+    /// index, as its name chose.
+    Name(usize),
+    /// Anything else (a field added to the table, a name spelled out).
+    Other,
+}
+
+/// The policy of the module's doc comment by name alone; a static name's by its
+/// index, so most fields cost no string comparison here.
+fn by_name(static_name: Option<usize>, name: &[u8]) -> Indexing {
+    match static_name {
+        // authorization, cookie, proxy-authorization, set-cookie.
+        Some(23 | 32 | 49 | 55) => Indexing::Never,
+        // :path, age, content-length, content-range, etag, last-modified, location.
+        Some(4 | 21 | 28 | 30 | 34 | 44 | 46) => Indexing::Without,
+        Some(_) => Indexing::Incremental,
+        None => match name {
+            b"x-request-id" | b"traceparent" => Indexing::Without,
+            _ => Indexing::Incremental,
+        },
     }
 }
 

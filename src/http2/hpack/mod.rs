@@ -28,6 +28,7 @@ mod encode;
 mod huffman;
 mod huffman_code;
 mod integer;
+mod memo;
 mod table;
 
 pub use decode::Decoder;
