@@ -158,6 +158,8 @@ pub struct Connection {
     reset_next: usize,
     /// Stream id ranges the client skipped (never opened), the last few.
     skipped: VecDeque<(u32, u32)>,
+    /// Request heads handed back once read (`recycle`), for the next streams.
+    spare_heads: Vec<RequestHead>,
 }
 
 impl Connection {
@@ -198,6 +200,7 @@ impl Connection {
             reset_by_us: [0; RECENT_RESETS],
             reset_next: 0,
             skipped: VecDeque::new(),
+            spare_heads: Vec::new(),
             config,
         }
     }
@@ -250,6 +253,15 @@ impl Connection {
 
     pub fn next_event(&mut self) -> Option<Event> {
         self.events.pop_front()
+    }
+
+    /// A request head the caller has read (`Event::Request`), given back so that
+    /// a later stream's head reuses its buffers.
+    pub fn recycle(&mut self, head: RequestHead) {
+        // As many as one read's streams, at most the usual concurrency.
+        if self.spare_heads.len() < 128 {
+            self.spare_heads.push(head);
+        }
     }
 
     /// The bytes to write; the caller writes them and clears the vector.

@@ -105,12 +105,30 @@ pub struct RequestBuilder {
 
 impl RequestBuilder {
     pub fn new(connect_protocol: bool) -> Self {
-        RequestBuilder {
-            head: RequestHead {
+        Self::reusing(None, connect_protocol)
+    }
+
+    /// `new`, filling a head that served before (`Connection::recycle`): its
+    /// buffers' capacity is kept, so a stream's head allocates nothing.
+    pub fn reusing(spare: Option<RequestHead>, connect_protocol: bool) -> Self {
+        let head = match spare {
+            Some(mut head) => {
+                head.buf.clear();
+                head.fields.clear();
+                RequestHead {
+                    buf: head.buf,
+                    fields: head.fields,
+                    ..RequestHead::default()
+                }
+            }
+            None => RequestHead {
                 buf: Vec::with_capacity(256),
                 fields: Vec::with_capacity(16),
                 ..RequestHead::default()
             },
+        };
+        RequestBuilder {
+            head,
             has_method: false,
             regular_seen: false,
             host: None,

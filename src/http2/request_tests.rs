@@ -188,3 +188,28 @@ fn trailers_refuse_pseudo_headers_and_connection_fields() {
         assert!(t.finish().is_err(), "{name}");
     }
 }
+
+/// A head built in the buffers of one that served before (`RequestBuilder::reusing`)
+/// is the head a new builder makes: nothing of the old one (its pseudo-header
+/// fields, fields, content-length) is left over, and what it refuses is refused.
+#[test]
+fn a_reused_head_is_a_new_head() {
+    let heads: Vec<Vec<(&str, &str)>> = vec![
+        with(&[("content-length", "5"), ("x-a", "1"), ("host", "a.example")]),
+        vec![(":method", "CONNECT"), (":authority", "a.example:443")],
+        vec![(":method", "GET"), (":scheme", "http"), (":path", "/x")],
+        with(&[("cookie", "a=1")]),
+        vec![(":method", "GET"), (":path", "/")],
+    ];
+    let mut spare = None;
+    for fields in &heads {
+        let fresh = build(fields, false);
+        let mut b = RequestBuilder::reusing(spare.take(), false);
+        for (n, v) in fields {
+            b.field(n.as_bytes(), v.as_bytes());
+        }
+        let reused = b.finish();
+        assert_eq!(reused, fresh, "{fields:?}");
+        spare = reused.ok().or_else(|| build(&with(&[("x-old", "1")]), false).ok());
+    }
+}

@@ -141,7 +141,10 @@ impl Connection {
         let max = self.config.max_header_list_size as usize;
         match p.kind {
             BlockKind::Request => {
-                let mut request = RequestBuilder::new(self.config.enable_connect_protocol);
+                let mut request = RequestBuilder::reusing(
+                    self.spare_heads.pop(),
+                    self.config.enable_connect_protocol,
+                );
                 let decoded = self.decoder.decode(block, max, |n, v| request.field(n, v));
                 let mut stream = Stream::new(
                     self.peer.initial_window_size,

@@ -81,6 +81,9 @@ pub struct Session {
     linger_left: usize,
     /// The head being written for a stream's connection (its capacity kept).
     scratch: Vec<u8>,
+    /// The events of a read, taken from the core before they are handled (the
+    /// vector kept for the next read).
+    events: Vec<Event>,
 }
 
 /// How long a finished session reads after its half-close, at most.
@@ -120,6 +123,7 @@ impl Session {
             linger_until: None,
             linger_left: 0,
             scratch: Vec::new(),
+            events: Vec::new(),
         })
     }
 
@@ -133,7 +137,7 @@ impl Session {
 
     /// Bytes from the socket.
     pub fn data_received(slf: &Bound<'_, Self>, data: &[u8]) -> PyResult<()> {
-        let events = {
+        let mut events = {
             let mut this = slf.borrow_mut();
             if this.closed {
                 // Lingering: dropped, up to a budget, then the connection is cut.
@@ -152,26 +156,31 @@ impl Session {
             this.last_activity = now;
             this.core.received(data, now);
             this.dispatching = true;
-            let mut events = Vec::new();
+            let mut events = std::mem::take(&mut this.events);
             while let Some(event) = this.core.next_event() {
                 events.push(event);
             }
             events
         };
-        let result = Self::handle(slf, events);
-        slf.borrow_mut().dispatching = false;
+        let result = Self::handle(slf, &mut events);
+        let mut this = slf.borrow_mut();
+        this.dispatching = false;
+        if this.events.capacity() == 0 {
+            this.events = events; // empty, its capacity kept for the next read
+        }
+        drop(this);
         result?;
         Self::flush(slf)
     }
 
-    fn handle(slf: &Bound<'_, Self>, events: Vec<Event>) -> PyResult<()> {
-        for event in events {
+    fn handle(slf: &Bound<'_, Self>, events: &mut Vec<Event>) -> PyResult<()> {
+        for event in events.drain(..) {
             match event {
                 Event::Request {
                     stream,
                     head,
                     end_stream,
-                } => Self::start_stream(slf, stream, &head, end_stream)?,
+                } => Self::start_stream(slf, stream, head, end_stream)?,
                 Event::Data {
                     stream,
                     data,
@@ -203,7 +212,7 @@ impl Session {
     fn start_stream(
         slf: &Bound<'_, Self>,
         stream: u32,
-        head: &crate::http2::request::RequestHead,
+        head: crate::http2::request::RequestHead,
         end_stream: bool,
     ) -> PyResult<()> {
         let py = slf.py();
@@ -237,6 +246,8 @@ impl Session {
                 &mut this.scratch,
             );
             let is_head = head.method() == b"HEAD";
+            let body_left = head.content_length.unwrap_or(0);
+            this.core.recycle(head);
             let answer = match this.answers.pop() {
                 Some(mut answer) => {
                     answer.reset(is_head);
@@ -251,7 +262,7 @@ impl Session {
                     transport: transport.clone_ref(py),
                     answer,
                     body,
-                    body_left: head.content_length.unwrap_or(0),
+                    body_left,
                     request_ended: end_stream,
                     held: Vec::new(),
                     held_end: false,
