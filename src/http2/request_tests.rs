@@ -210,6 +210,8 @@ fn a_reused_head_is_a_new_head() {
         }
         let reused = b.finish();
         assert_eq!(reused, fresh, "{fields:?}");
-        spare = reused.ok().or_else(|| build(&with(&[("x-old", "1")]), false).ok());
+        spare = reused
+            .ok()
+            .or_else(|| build(&with(&[("x-old", "1")]), false).ok());
     }
 }

@@ -106,6 +106,7 @@ pub fn write_string(value: &[u8], out: &mut Vec<u8>) {
     let coded = huffman::encoded_len(value);
     if coded < value.len() {
         encode(coded, 7, 0x80, out);
+        out.reserve(coded);
         huffman::encode(value, out);
     } else {
         encode(value.len(), 7, 0, out);
