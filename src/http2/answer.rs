@@ -15,14 +15,9 @@
 //! lowercased (RFC 9113 8.2); a `101` becomes the `200` of RFC 8441.
 
 use std::ops::Range;
-use std::sync::LazyLock;
 
 use memchr::memmem;
 use smallvec::SmallVec;
-
-/// The end of a head, searched with one prepared finder.
-static BLANK_LINE: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new(b"\r\n\r\n"));
 
 /// One thing to send on the stream.
 #[derive(Debug, PartialEq, Eq)]
@@ -178,11 +173,10 @@ impl Answer {
             match self.state {
                 State::Done => return Err(Malformed("bytes after the answer's end")),
                 State::Head if self.buf.is_empty() => {
-                    // Almost always: the whole head in this write, read where it is.
-                    if let Some(at) = BLANK_LINE.find(data) {
-                        let (head, rest) = data.split_at(at + 4);
-                        self.read_head(head, emit)?;
-                        data = rest;
+                    // Almost always: the whole head in this write, read where it is
+                    // (its lines are read until the blank one: no search for it first).
+                    if let Some(len) = self.read_head(data, emit)? {
+                        data = &data[len..];
                     } else {
                         self.buf.extend_from_slice(data);
                         return Ok(());
@@ -197,7 +191,9 @@ impl Answer {
                     let read = self.read_head(&head, emit);
                     self.buf = head;
                     self.buf.clear();
-                    read?;
+                    if read?.is_none() {
+                        return Err(Malformed("a head without its blank line"));
+                    }
                 }
                 State::Length(left) => {
                     let take = usize::try_from(left).map_or(data.len(), |l| l.min(data.len()));
@@ -238,10 +234,17 @@ impl Answer {
         Some(at - before)
     }
 
-    /// A whole head (up to and including its blank line): its pieces, and the
-    /// state its framing says.
-    fn read_head(&mut self, head: &[u8], emit: &mut dyn FnMut(Piece<'_>)) -> Result<(), Malformed> {
-        let line_end = memchr::memchr(b'\n', head).ok_or(Malformed("no status line"))?;
+    /// A head at the start of `head`, read line by line up to its blank line: its
+    /// pieces, and the state its framing says; the head's length, or None (and
+    /// nothing emitted) when `head` ends before its blank line.
+    fn read_head(
+        &mut self,
+        head: &[u8],
+        emit: &mut dyn FnMut(Piece<'_>),
+    ) -> Result<Option<usize>, Malformed> {
+        let Some(line_end) = memchr::memchr(b'\n', head) else {
+            return Ok(None);
+        };
         let status = status_of(
             head[..line_end]
                 .strip_suffix(b"\r")
@@ -252,13 +255,18 @@ impl Answer {
         // (name, value in `head`) for the fields kept.
         let mut spans: SmallVec<[(Name, Range<usize>); 12]> = SmallVec::new();
         let mut at = line_end + 1;
-        let end = head.len() - 2;
-        while at < end {
-            let line_end = memchr::memchr(b'\n', &head[at..end]).map_or(end, |n| at + n);
+        let len = loop {
+            let Some(n) = memchr::memchr(b'\n', &head[at..]) else {
+                return Ok(None);
+            };
+            let line_end = at + n;
             let line = &head[at..line_end];
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
             let line_at = at;
             at = line_end + 1;
+            if line == b"\r" {
+                break at; // the blank line
+            }
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
             if line.is_empty() {
                 continue;
             }
@@ -289,7 +297,7 @@ impl Answer {
                 Role::Coding => chunked = value.eq_ignore_ascii_case(b"chunked"),
                 Role::Dropped => {}
             }
-        }
+        };
         let fields: SmallVec<[(&[u8], &[u8]); 12]> = spans
             .iter()
             .map(|(n, v)| {
@@ -330,7 +338,7 @@ impl Answer {
                 end: self.state == State::Done,
             });
         }
-        Ok(())
+        Ok(Some(len))
     }
 
     fn read_chunks<'d>(
