@@ -58,7 +58,10 @@ def test_the_startup_heap_is_frozen_by_default(run, mode: list[str]) -> None:  #
 def test_gc_freeze_off_leaves_the_collector_alone(run) -> None:  # type: ignore[no-untyped-def]
     port = run("--single-process", "--no-gc-freeze")
     got = _get(port, "/frozen")
-    assert got["frozen"] == 0, got
+    # Nothing like the startup heap is frozen (Python 3.12's own start-up leaves a few
+    # hundred objects in the permanent generation; 3.11 and 3.14 none).
+    assert isinstance(got["frozen"], int) and isinstance(got["tracked"], int)
+    assert got["frozen"] < got["tracked"] / 10, got
 
 
 def test_cycles_made_while_serving_are_still_collected(run) -> None:  # type: ignore[no-untyped-def]
