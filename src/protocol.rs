@@ -289,7 +289,7 @@ impl Connection {
             .last_answers
             .load(std::sync::atomic::Ordering::Relaxed);
         Framing {
-            http10: head.version == Version::Http10,
+            version: head.version,
             keep_alive: head.keep_alive && !shutting,
             head: is_head,
             upgrade: false,

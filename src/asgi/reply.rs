@@ -279,7 +279,7 @@ pub fn length(head: &Head, body_len: Option<usize>, framing: Framing) -> PyResul
     }
     Ok(match body_len {
         Some(n) => BodyLength::Known(n as u64),
-        None if framing.http10 => BodyLength::UntilClose,
+        None if framing.version == crate::http1::parse::Version::Http10 => BodyLength::UntilClose,
         None => BodyLength::Chunked,
     })
 }

@@ -2,9 +2,10 @@
 //! into what HTTP/2 sends: a head (status and fields), body bytes, trailers.
 //!
 //! The bytes come from veter's own encoder (`http1/encode.rs`) and its streamed
-//! answers, so they are well formed; this reader still checks what it relies on
-//! and reports anything else as `Malformed` (the stream is then reset, never
-//! answered with guesses). State: `Head` (bytes up to the blank line are kept in
+//! answers, so they are well formed (a whole answer of the core's comes as a
+//! record, `http1/record.rs`: its fields already apart, read with the same rules);
+//! this reader still checks what it relies on and reports anything else as
+//! `Malformed` (the stream is then reset, never answered with guesses). State: `Head` (bytes up to the blank line are kept in
 //! `buf`), then the body by its framing: `Length` (bytes left), `Chunks` (a chunk
 //! size line, chunk data, its CRLF, trailers), `Tunnel` (after a `101`: the bytes
 //! of a WebSocket, as they are), `UntilClose` (no length: the body ends with the
@@ -18,6 +19,8 @@ use std::ops::Range;
 
 use memchr::memmem;
 use smallvec::SmallVec;
+
+use crate::http1::record;
 
 /// One thing to send on the stream.
 #[derive(Debug, PartialEq, Eq)]
@@ -80,6 +83,43 @@ pub struct Answer {
 enum Name {
     Known(&'static [u8]),
     Copied(Range<usize>),
+}
+
+/// What a head's fields said: those kept (name, value in the head), and its framing.
+struct Found {
+    spans: SmallVec<[(Name, Range<usize>); 12]>,
+    length: Option<u64>,
+    chunked: bool,
+}
+
+impl Found {
+    fn new() -> Self {
+        Found {
+            spans: SmallVec::new(),
+            length: None,
+            chunked: false,
+        }
+    }
+
+    /// A field with its value at `value` in `head`, as its role says.
+    fn add(
+        &mut self,
+        name: Name,
+        role: Role,
+        value: Range<usize>,
+        head: &[u8],
+    ) -> Result<(), Malformed> {
+        match role {
+            Role::Kept => self.spans.push((name, value)),
+            Role::Length => {
+                self.length = Some(number(&head[value.clone()])?);
+                self.spans.push((name, value));
+            }
+            Role::Coding => self.chunked = head[value].eq_ignore_ascii_case(b"chunked"),
+            Role::Dropped => {}
+        }
+        Ok(())
+    }
 }
 
 /// What the reader does with a field.
@@ -172,6 +212,10 @@ impl Answer {
         while !data.is_empty() {
             match self.state {
                 State::Done => return Err(Malformed("bytes after the answer's end")),
+                State::Head if self.buf.is_empty() && data[0] == record::MARK => {
+                    // A whole answer of the core's own, its fields already apart.
+                    data = &data[self.read_record(data, emit)?..];
+                }
                 State::Head if self.buf.is_empty() => {
                     // Almost always: the whole head in this write, read where it is
                     // (its lines are read until the blank one: no search for it first).
@@ -250,10 +294,8 @@ impl Answer {
                 .strip_suffix(b"\r")
                 .unwrap_or(&head[..line_end]),
         )?;
-        let (mut chunked, mut length) = (false, None);
+        let mut found = Found::new();
         self.names.clear();
-        // (name, value in `head`) for the fields kept.
-        let mut spans: SmallVec<[(Name, Range<usize>); 12]> = SmallVec::new();
         let mut at = line_end + 1;
         let len = loop {
             let Some(n) = memchr::memchr(b'\n', &head[at..]) else {
@@ -271,34 +313,86 @@ impl Answer {
                 continue;
             }
             let colon = memchr::memchr(b':', line).ok_or(Malformed("a field line without ':'"))?;
-            let (name, role) = if let Some((lower, role)) = known(&line[..colon]) {
-                (Name::Known(lower), role)
-            } else {
-                let name_at = self.names.len();
-                self.names.extend_from_slice(&line[..colon]);
-                self.names[name_at..].make_ascii_lowercase();
-                let lower = &self.names[name_at..];
-                let role = if status == 101 && lower == b"sec-websocket-accept" {
-                    Role::Dropped
-                } else {
-                    role_of(lower)
-                };
-                (Name::Copied(name_at..self.names.len()), role)
-            };
             let raw = &line[colon + 1..];
             let value = raw.trim_ascii();
             let value_at = line_at + colon + 1 + (raw.len() - raw.trim_ascii_start().len());
-            match role {
-                Role::Kept => spans.push((name, value_at..value_at + value.len())),
-                Role::Length => {
-                    length = Some(number(value)?);
-                    spans.push((name, value_at..value_at + value.len()));
-                }
-                Role::Coding => chunked = value.eq_ignore_ascii_case(b"chunked"),
-                Role::Dropped => {}
-            }
+            self.field(
+                status,
+                &line[..colon],
+                value_at..value_at + value.len(),
+                head,
+                &mut found,
+            )?;
         };
-        let fields: SmallVec<[(&[u8], &[u8]); 12]> = spans
+        self.finish_head(status, head, &found, emit);
+        Ok(Some(len))
+    }
+
+    /// A record (`http1/record.rs`) at the start of `data`, read as `read_head` reads
+    /// text: its length up to the body.
+    fn read_record(
+        &mut self,
+        data: &[u8],
+        emit: &mut dyn FnMut(Piece<'_>),
+    ) -> Result<usize, Malformed> {
+        let mut found = Found::new();
+        self.names.clear();
+        let read = record::read(data, |status, field| match field.name {
+            record::Name::Own(tag) => {
+                let lower = record::OWN[usize::from(tag & 0x7f)];
+                let role = if tag == record::CONTENT_LENGTH {
+                    Role::Length
+                } else {
+                    Role::Kept
+                };
+                found.add(Name::Known(lower), role, field.value, data)
+            }
+            record::Name::Raw(name) => self.field(status, name, field.value, data, &mut found),
+        })?;
+        let Some((status, len)) = read else {
+            return Err(Malformed("a record cut short or out of its bounds"));
+        };
+        self.finish_head(status, data, &found, emit);
+        Ok(len)
+    }
+
+    /// One field of a head, its name as written and its value at `value` in `head`:
+    /// kept (its name lowercased) or dropped, and what it says of the framing.
+    fn field(
+        &mut self,
+        status: u16,
+        name: &[u8],
+        value: Range<usize>,
+        head: &[u8],
+        found: &mut Found,
+    ) -> Result<(), Malformed> {
+        let (name, role) = if let Some((lower, role)) = known(name) {
+            (Name::Known(lower), role)
+        } else {
+            let name_at = self.names.len();
+            self.names.extend_from_slice(name);
+            self.names[name_at..].make_ascii_lowercase();
+            let lower = &self.names[name_at..];
+            let role = if status == 101 && lower == b"sec-websocket-accept" {
+                Role::Dropped
+            } else {
+                role_of(lower)
+            };
+            (Name::Copied(name_at..self.names.len()), role)
+        };
+        found.add(name, role, value, head)
+    }
+
+    /// Emits the head `found` in `head` describes, and moves on to its body.
+    fn finish_head(
+        &mut self,
+        status: u16,
+        head: &[u8],
+        found: &Found,
+        emit: &mut dyn FnMut(Piece<'_>),
+    ) {
+        let fields: SmallVec<[(&[u8], &[u8]); 12]> = found
+            .spans
             .iter()
             .map(|(n, v)| {
                 let name = match n {
@@ -323,11 +417,11 @@ impl Answer {
             self.state = State::Tunnel;
         } else {
             let no_body = self.head_request || status == 204 || status == 304;
-            self.state = if no_body || length == Some(0) {
+            self.state = if no_body || found.length == Some(0) {
                 State::Done
-            } else if chunked {
+            } else if found.chunked {
                 State::Chunks(Chunk::Size)
-            } else if let Some(length) = length {
+            } else if let Some(length) = found.length {
                 State::Length(length)
             } else {
                 State::UntilClose
@@ -338,7 +432,6 @@ impl Answer {
                 end: self.state == State::Done,
             });
         }
-        Ok(Some(len))
     }
 
     fn read_chunks<'d>(

@@ -205,3 +205,161 @@ fn what_veter_never_writes_is_malformed() {
         );
     }
 }
+
+mod records {
+    use super::*;
+    use crate::http1::encode::{encode_response, Common, DateLine, Framing, Parts};
+    use crate::http1::parse::Version;
+
+    const DATE: &DateLine = b"Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
+
+    fn common(id_line: &'static [u8]) -> Common<'static> {
+        Common {
+            server_line: b"Server: veter\r\n",
+            date_line: DATE,
+            request_id_line: id_line,
+            request_id_name: "X-Request-ID",
+        }
+    }
+
+    fn framing(head: bool, h2: bool) -> Framing {
+        Framing {
+            version: if h2 { Version::Http2 } else { Version::Http11 },
+            keep_alive: true,
+            head,
+            upgrade: false,
+        }
+    }
+
+    /// The answer `parts` makes, read from its record and from its HTTP/1.1 text.
+    fn both(parts: &Parts<'_>, head: bool, common: Common<'_>) -> (Vec<u8>, Seen, Seen) {
+        let mut record = Vec::new();
+        let sent = encode_response(&mut record, parts, framing(head, true), common);
+        let mut text = Vec::new();
+        let sent_text = encode_response(&mut text, parts, framing(head, false), common);
+        assert_eq!(sent, sent_text);
+        assert_ne!(record, text);
+        let from_record = read_split(&record, head, record.len()).unwrap();
+        (record, from_record, read(&text, head))
+    }
+
+    #[test]
+    fn a_record_reads_as_the_http1_text_of_the_same_answer() {
+        let headers = [
+            ("X-Custom".to_owned(), "a value".to_owned()),
+            ("set-cookie".to_owned(), "a=1".to_owned()),
+            ("Connection".to_owned(), "close".to_owned()),
+        ];
+        let cases: [(Parts<'_>, bool, &'static [u8]); 6] = [
+            (
+                Parts {
+                    status: 200,
+                    content_type: Some("text/plain; charset=utf-8"),
+                    headers: &[],
+                    body: b"Hello, World!",
+                },
+                false,
+                b"X-Request-ID: 0123456789abcdef0000000000000001\r\n",
+            ),
+            (
+                Parts {
+                    status: 201,
+                    content_type: None,
+                    headers: &headers,
+                    body: b"",
+                },
+                false,
+                b"",
+            ),
+            (
+                Parts {
+                    status: 200,
+                    content_type: Some("application/json"),
+                    headers: &[],
+                    body: b"{}",
+                },
+                true,
+                b"",
+            ),
+            (
+                Parts {
+                    status: 204,
+                    content_type: Some("text/plain"),
+                    headers: &headers,
+                    body: b"ignored",
+                },
+                false,
+                b"",
+            ),
+            (
+                Parts {
+                    status: 304,
+                    content_type: Some("text/plain"),
+                    headers: &[],
+                    body: b"ignored",
+                },
+                false,
+                b"",
+            ),
+            (
+                Parts {
+                    status: 599,
+                    content_type: None,
+                    headers: &[("Server".to_owned(), "mine".to_owned())],
+                    body: b"x",
+                },
+                false,
+                b"X-Request-ID: given\r\n",
+            ),
+        ];
+        for (parts, head, id_line) in &cases {
+            let (record, from_record, from_text) = both(parts, *head, common(id_line));
+            assert_eq!(from_record, from_text, "{record:?}");
+            assert!(from_record.ended);
+        }
+    }
+
+    #[test]
+    fn a_record_with_fields_too_long_for_it_is_written_as_text() {
+        let long_name = [("x".repeat(128), "v".to_owned())];
+        let long_value = [("x".to_owned(), "v".repeat(65_536))];
+        for headers in [&long_name[..], &long_value[..]] {
+            let parts = Parts {
+                status: 200,
+                content_type: None,
+                headers,
+                body: b"ok",
+            };
+            let mut out = Vec::new();
+            encode_response(&mut out, &parts, framing(false, true), common(b""));
+            assert!(out.starts_with(b"HTTP/1.1 200 OK\r\n"));
+            assert_eq!(read(&out, false).status, Some(200));
+        }
+    }
+
+    #[test]
+    fn a_record_cut_short_or_with_an_unknown_tag_is_malformed() {
+        let parts = Parts {
+            status: 200,
+            content_type: Some("text/plain"),
+            headers: &[("X-A".to_owned(), "b".to_owned())],
+            body: b"body",
+        };
+        let mut record = Vec::new();
+        encode_response(&mut record, &parts, framing(false, true), common(b""));
+        let fields_end = record.len() - parts.body.len();
+        for cut in 1..fields_end {
+            assert!(
+                read_split(&record[..cut], false, cut).is_err(),
+                "cut at {cut}"
+            );
+        }
+        let mut unknown = record.clone();
+        assert_eq!(unknown[3], 0x80, "the Server field comes first");
+        unknown[3] = 0x8f;
+        assert!(read_split(&unknown, false, unknown.len()).is_err());
+        let mut status = record;
+        status[1..3].copy_from_slice(&42u16.to_be_bytes());
+        assert!(read_split(&status, false, status.len()).is_err());
+    }
+}

@@ -3,7 +3,8 @@
 //! (`request`), flood limits (`flood`) and the server connection that ties them
 //! together (`conn`, its theory at the top), over HPACK (`hpack`). Each stream is
 //! served by an HTTP/1.1 connection of its own in the shell (`protocol/h2/`):
-//! `as_h1` writes the request it reads and `answer` reads back the answer it writes.
+//! `as_h1` writes the request it reads and `answer` reads back the answer it writes
+//! (a whole one as a record, `http1::record`, its fields already apart).
 
 pub mod answer;
 pub mod as_h1;

@@ -16,6 +16,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use super::Connection;
 use crate::http1::encode::{self, BodyLength, Framing};
+use crate::http1::parse::Version;
 use crate::request::Request;
 use crate::response::{check_header_name, check_header_value, check_status};
 
@@ -178,7 +179,10 @@ pub fn plan(
     let framing = if upgrade {
         Framing {
             keep_alive: true,
-            http10: false,
+            version: match framing.version {
+                Version::Http10 => Version::Http11,
+                other => other,
+            },
             ..framing
         }
     } else {
@@ -188,7 +192,7 @@ pub fn plan(
         BodyLength::Absent
     } else if let Some(n) = declared {
         BodyLength::Known(n)
-    } else if framing.http10 {
+    } else if framing.version == Version::Http10 {
         BodyLength::UntilClose
     } else {
         BodyLength::Chunked
