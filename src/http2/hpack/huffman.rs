@@ -161,8 +161,8 @@ pub fn encoded_len(src: &[u8]) -> usize {
     bits.div_ceil(8)
 }
 
-/// Appends the Huffman coding of `src` to `dst` (the caller, who knows its length
-/// from `encoded_len`, reserves the room: counting it again here cost ~140
+/// Appends the Huffman coding of `src` to `dst` (the caller reserves the room when
+/// it knows the length from `encoded_len`: counting it again here cost ~140
 /// instructions per answer with a request id).
 pub fn encode(src: &[u8], dst: &mut Vec<u8>) {
     // `bits` low bits of `acc` are pending output; at most 31 + 30 of them.
@@ -186,6 +186,43 @@ pub fn encode(src: &[u8], dst: &mut Vec<u8>) {
         // Pad with the most significant bits of EOS: ones.
         dst.push(low_byte((acc << (8 - bits)) | (0xff >> bits)));
     }
+}
+
+/// The room `encode_short` codes into: values shorter than this are coded there.
+pub const SHORT: usize = 128;
+
+/// Codes `src` (shorter than `SHORT`) into `buf` while the coding stays shorter
+/// than `src`: its length, or None once it cannot be.
+pub fn encode_short(src: &[u8], buf: &mut [u8; SHORT]) -> Option<usize> {
+    let limit = src.len().min(SHORT);
+    let mut acc = 0u64;
+    let mut bits = 0u32;
+    let mut len = 0;
+    for &b in src {
+        let (code, code_len) = CODES[usize::from(b)];
+        acc = (acc << code_len) | u64::from(code);
+        bits += u32::from(code_len);
+        if bits >= 32 {
+            bits -= 32;
+            if len + 4 >= limit {
+                return None; // the coding is at least as long as `src`
+            }
+            #[allow(clippy::cast_possible_truncation)] // the 32 bits above the pending ones
+            buf[len..len + 4].copy_from_slice(&((acc >> bits) as u32).to_be_bytes());
+            len += 4;
+        }
+    }
+    // What is pending, padded with the most significant bits of EOS (ones).
+    let pad = bits.div_ceil(8) * 8 - bits;
+    let padded = (acc << pad) | ((1 << pad) - 1);
+    let tail = (bits + pad) as usize / 8;
+    if len + tail >= limit {
+        return None;
+    }
+    for (i, byte) in buf[len..len + tail].iter_mut().enumerate() {
+        *byte = low_byte(padded >> ((tail - 1 - i) * 8));
+    }
+    Some(len + tail)
 }
 
 #[allow(clippy::cast_possible_truncation)] // truncation is the point

@@ -1,7 +1,7 @@
 //! Tests of the Huffman code table and coder.
 
 use super::super::Error;
-use super::{decode, encode, encoded_len, CODES};
+use super::{decode, encode, encode_short, encoded_len, CODES, SHORT};
 
 /// Appendix B is a canonical Huffman code: sorted by (length, symbol), each code is
 /// the previous one plus one, shifted left by the growth in length. Checking that
@@ -46,6 +46,42 @@ fn every_byte_round_trips() {
         let mut back = Vec::new();
         decode(&coded, &mut back).unwrap();
         assert_eq!(back, [b]);
+    }
+}
+
+#[test]
+fn a_short_coding_is_the_coding_when_it_is_shorter_and_none_otherwise() {
+    let mut inputs: Vec<Vec<u8>> = vec![
+        b"0123456789abcdef0000000000000001".to_vec(),
+        b"13".to_vec(),
+        b"text/plain; charset=utf-8".to_vec(),
+        b"Sun, 06 Nov 1994 08:49:37 GMT".to_vec(),
+        Vec::new(),
+    ];
+    // Every length up to SHORT - 1 of a cheap byte (5 bits), of a dear one (up
+    // to 30 bits) and of a mix, so that the cut-off falls at every place.
+    for len in 0..SHORT {
+        inputs.push(vec![b'a'; len]);
+        inputs.push(vec![0xff; len]);
+        inputs.push((0..len).map(|i| [b'e', b'~', b'0', 0x80][i % 4]).collect());
+    }
+    for b in 0..=255u8 {
+        inputs.push(vec![b]);
+        inputs.push(vec![b'e', b, b'e', b'e', b'e', b'e', b'e', b'e', b'e']);
+    }
+    for input in inputs {
+        let mut whole = Vec::new();
+        encode(&input, &mut whole);
+        let mut buf = [0; SHORT];
+        let short = (input.len() < SHORT).then(|| encode_short(&input, &mut buf));
+        match short {
+            None => {}
+            Some(Some(len)) => assert_eq!(&buf[..len], &whole[..], "{input:?}"),
+            Some(None) => assert!(whole.len() >= input.len(), "{input:?}"),
+        }
+        if input.len() < SHORT && whole.len() < input.len() {
+            assert!(matches!(short, Some(Some(_))), "{input:?}");
+        }
     }
 }
 
