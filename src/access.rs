@@ -15,7 +15,6 @@
 //! the line's ~1,500 instructions. `default_template_is_written_as_the_walk` keeps
 //! the two byte-identical.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
@@ -25,7 +24,8 @@ use crate::logfile::LogFile;
 
 mod text;
 
-use text::{locked, push_millis, push_status, push_time, short_millis, three_digits, Stamp};
+pub use text::Stamp;
+use text::{push_millis, push_status, push_time, short_millis, three_digits};
 
 /// The default text template.
 pub const DEFAULT_TEMPLATE: &str =
@@ -69,10 +69,14 @@ enum Segment {
     Field(Field),
 }
 
+/// A plain tag (the segments are kept beside it): matching an enum that holds a
+/// `Vec` decodes the tag from the vector's capacity, eleven instructions a line.
+#[derive(Clone, Copy)]
 enum Format {
     /// `DEFAULT_TEMPLATE` (`text`, or a template equal to it): `push_default`.
     Default,
-    Text(Vec<Segment>),
+    /// A template of `segments`.
+    Text,
     Json,
 }
 
@@ -97,14 +101,12 @@ pub struct AccessLog {
     skip: Vec<Vec<u8>>,
 }
 
-/// How a line is written.
+/// How a line is written. The time text of the last millisecond written (`Stamp`)
+/// is kept by the `LogFile`, under the lock a line takes anyway.
 struct Lines {
     format: Format,
+    segments: Vec<Segment>,
     pid: u32,
-    /// The last millisecond written. A lock taken once a line, uncontended (lines
-    /// are made holding the GIL): a thread-local cost a `__tls_get_addr` call (~80
-    /// instructions) in this shared library.
-    stamp: Mutex<Stamp>,
 }
 
 fn parse_template(template: &str) -> Result<Vec<Segment>, String> {
@@ -206,12 +208,13 @@ fn push_json_str(out: &mut Vec<u8>, raw: &[u8]) {
 impl AccessLog {
     /// `format`: `"text"`, `"json"`, or a text template holding `{field}`s.
     pub fn new(file: Py<LogFile>, format: &str, skip: Vec<String>) -> PyResult<Self> {
-        let format = match format {
-            "json" => Format::Json,
-            "text" | DEFAULT_TEMPLATE => Format::Default,
-            template if template.contains('{') => {
-                Format::Text(parse_template(template).map_err(PyValueError::new_err)?)
-            }
+        let (format, segments) = match format {
+            "json" => (Format::Json, Vec::new()),
+            "text" | DEFAULT_TEMPLATE => (Format::Default, Vec::new()),
+            template if template.contains('{') => (
+                Format::Text,
+                parse_template(template).map_err(PyValueError::new_err)?,
+            ),
             other => {
                 return Err(PyValueError::new_err(format!(
                     "access log format must be 'text', 'json' or a template with {{fields}}, not {other:?}"
@@ -220,7 +223,7 @@ impl AccessLog {
         };
         Ok(AccessLog {
             file,
-            lines: Lines::new(format),
+            lines: Lines::new(format, segments),
             skip: skip.into_iter().map(String::into_bytes).collect(),
         })
     }
@@ -233,34 +236,33 @@ impl AccessLog {
     pub fn record(&self, py: Python<'_>, entry: &Entry<'_>) {
         self.file
             .get()
-            .append_with(py, |out| self.lines.write(out, entry));
+            .append_with(py, |out, stamp| self.lines.write(out, stamp, entry));
     }
 }
 
 impl Lines {
-    fn new(format: Format) -> Self {
+    fn new(format: Format, segments: Vec<Segment>) -> Self {
         Lines {
             format,
+            segments,
             pid: std::process::id(),
-            stamp: Mutex::new(Stamp::NONE),
         }
     }
 
     /// Appends `entry`'s line and its newline.
-    fn write(&self, out: &mut Vec<u8>, entry: &Entry<'_>) {
-        let now = entry.wall;
-        match &self.format {
-            Format::Default => self.push_default(out, entry),
-            Format::Text(segments) => {
-                for segment in segments {
+    fn write(&self, out: &mut Vec<u8>, stamp: &mut Stamp, entry: &Entry<'_>) {
+        match self.format {
+            Format::Default => Self::push_default(out, stamp, entry),
+            Format::Text => {
+                for segment in &self.segments {
                     match segment {
                         Segment::Text(text) => out.extend_from_slice(text.as_bytes()),
-                        Segment::Field(field) => self.push_field(out, *field, entry, now, false),
+                        Segment::Field(field) => self.push_field(out, stamp, *field, entry, false),
                     }
                 }
                 out.push(b'\n');
             }
-            Format::Json => self.push_json(out, entry, now),
+            Format::Json => self.push_json(out, stamp, entry),
         }
     }
 
@@ -268,10 +270,10 @@ impl Lines {
     /// segments writes, in as few copies as it can. A copy of a length known
     /// here is a few moves; of any other length, a `memcpy` call, and each checks
     /// the buffer's room.
-    fn push_default(&self, out: &mut Vec<u8>, e: &Entry<'_>) {
+    fn push_default(out: &mut Vec<u8>, stamp: &mut Stamp, e: &Entry<'_>) {
         {
             let mut head = [b' '; 25];
-            head[..24].copy_from_slice(locked(&self.stamp).text_of(e.wall));
+            head[..24].copy_from_slice(stamp.text_of(e.wall));
             out.extend_from_slice(&head);
         }
         out.extend_from_slice(or_dash(e.client.as_bytes()));
@@ -327,14 +329,14 @@ impl Lines {
     fn push_field(
         &self,
         out: &mut Vec<u8>,
+        stamp: &mut Stamp,
         field: Field,
         e: &Entry<'_>,
-        now: Duration,
         json: bool,
     ) {
         let mut digits = itoa::Buffer::new();
         match field {
-            Field::Time => push_time(out, now, &self.stamp),
+            Field::Time => push_time(out, e.wall, stamp),
             Field::Client => out.extend_from_slice(or_dash(e.client.as_bytes())),
             Field::Method => out.extend_from_slice(or_dash(e.method)),
             Field::Target if json => push_json_str(out, e.target),
@@ -348,7 +350,7 @@ impl Lines {
         }
     }
 
-    fn push_json(&self, out: &mut Vec<u8>, e: &Entry<'_>, now: Duration) {
+    fn push_json(&self, out: &mut Vec<u8>, stamp: &mut Stamp, e: &Entry<'_>) {
         const STRINGS: [(&str, Field); 6] = [
             ("{\"time\":\"", Field::Time),
             ("\",\"client\":\"", Field::Client),
@@ -359,7 +361,7 @@ impl Lines {
         ];
         for (key, field) in STRINGS {
             out.extend_from_slice(key.as_bytes());
-            self.push_field(out, field, e, now, true);
+            self.push_field(out, stamp, field, e, true);
         }
         for (key, field) in [
             ("\",\"status\":", Field::Status),
@@ -368,7 +370,7 @@ impl Lines {
             (",\"pid\":", Field::Pid),
         ] {
             out.extend_from_slice(key.as_bytes());
-            self.push_field(out, field, e, now, true);
+            self.push_field(out, stamp, field, e, true);
         }
         out.extend_from_slice(b"}\n");
     }
@@ -400,8 +402,9 @@ mod tests {
 
     #[test]
     fn default_template_is_written_as_the_walk() {
-        let fast = Lines::new(Format::Default);
-        let walk = Lines::new(Format::Text(parse_template(DEFAULT_TEMPLATE).unwrap()));
+        let fast = Lines::new(Format::Default, Vec::new());
+        let walk = Lines::new(Format::Text, parse_template(DEFAULT_TEMPLATE).unwrap());
+        let (mut fast_stamp, mut walk_stamp) = (Stamp::NONE, Stamp::NONE);
         let targets: [&[u8]; 4] = [b"/", b"", b"/a?q=%22x&b=\"y\"", b"/\xff\x01 \\"];
         let versions = ["HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "-"];
         let ids: [&[u8]; 3] = [b"0123456789abcdef0123456789abcdef", b"", b"rid-1"];
@@ -422,8 +425,8 @@ mod tests {
                         ),
                     };
                     let (mut a, mut b) = (Vec::new(), Vec::new());
-                    fast.write(&mut a, &entry);
-                    walk.write(&mut b, &entry);
+                    fast.write(&mut a, &mut fast_stamp, &entry);
+                    walk.write(&mut b, &mut walk_stamp, &entry);
                     assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b));
                     assert!(!a.is_empty());
                 }
@@ -445,7 +448,8 @@ mod tests {
             wall: Duration::from_millis(1_795_357_501_007),
         };
         let mut out = Vec::new();
-        Lines::new(Format::Default).write(&mut out, &entry);
+        let mut stamp = Stamp::NONE;
+        Lines::new(Format::Default, Vec::new()).write(&mut out, &mut stamp, &entry);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "2026-11-22T14:25:01.007Z 127.0.0.1 \"GET / HTTP/1.1\" 200 13 1.234 \

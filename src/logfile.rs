@@ -24,6 +24,8 @@ use std::sync::Mutex;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
+use crate::access::Stamp;
+
 /// The largest write a pipe keeps whole (POSIX `PIPE_BUF` on Linux).
 const PIPE_BUF: usize = 4096;
 
@@ -73,6 +75,11 @@ struct Inner {
     buf: Vec<u8>,
     /// Largest single write: `PIPE_BUF` on pipes, the buffer size otherwise.
     max_write: usize,
+    /// The access log's time text of the last millisecond written: kept under the
+    /// buffer's lock, so that a line takes one lock, not two.
+    stamp: Stamp,
+    /// Records appended (counted under the lock: no atomic add per line).
+    lines: u64,
 }
 
 #[pyclass(module = "veter._core", name = "LogFile", frozen, weakref)]
@@ -84,7 +91,6 @@ pub struct LogFile {
     scheduled: AtomicBool,
     /// Lines dropped because the write failed (disk full, closed descriptor).
     dropped: AtomicU64,
-    lines: AtomicU64,
 }
 
 fn open_append(path: &str) -> PyResult<File> {
@@ -158,15 +164,17 @@ impl LogFile {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Appends one record; `build` writes it and its newline into the buffer.
-    pub fn append_with(&self, py: Python<'_>, build: impl FnOnce(&mut Vec<u8>)) {
+    /// Appends one record; `build` writes it and its newline into the buffer
+    /// (with the time text kept for the access log's lines).
+    pub fn append_with(&self, py: Python<'_>, build: impl FnOnce(&mut Vec<u8>, &mut Stamp)) {
         let (was_empty, full) = {
-            let mut inner = self.locked();
+            let mut guard = self.locked();
+            let inner = &mut *guard;
             let was_empty = inner.buf.is_empty();
-            build(&mut inner.buf);
+            build(&mut inner.buf, &mut inner.stamp);
+            inner.lines += 1;
             (was_empty, inner.buf.len() >= self.buffer_bytes)
         };
-        self.lines.fetch_add(1, Ordering::Relaxed);
         if full {
             self.flush_now();
         } else if was_empty {
@@ -246,12 +254,13 @@ impl LogFile {
                 target,
                 buf: Vec::with_capacity(buffer_bytes.min(1 << 20)),
                 max_write,
+                stamp: Stamp::NONE,
+                lines: 0,
             }),
             buffer_bytes,
             scheduler: Mutex::new(None),
             scheduled: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
-            lines: AtomicU64::new(0),
         })
     }
 
@@ -260,7 +269,7 @@ impl LogFile {
     /// than the buffer.
     fn write(&self, py: Python<'_>, record: &str) {
         let record = record.strip_suffix('\n').unwrap_or(record);
-        self.append_with(py, |buf| {
+        self.append_with(py, |buf, _| {
             buf.extend_from_slice(record.as_bytes());
             buf.push(b'\n');
         });
@@ -329,7 +338,7 @@ impl LogFile {
     /// Lines appended since this object was made.
     #[getter]
     fn lines(&self) -> u64 {
-        self.lines.load(Ordering::Relaxed)
+        self.locked().lines
     }
 
     /// Lines lost because a write failed.

@@ -2,13 +2,12 @@
 //! kept per millisecond in a `Stamp`), durations in milliseconds and statuses,
 //! written with a three-digit table rather than divisions.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// The time text of the last millisecond written, `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC):
 /// the lines of one millisecond copy it, the first of the next rewrites its last
 /// five bytes, and the first of the next second formats the date too.
-pub(super) struct Stamp {
+pub struct Stamp {
     /// Milliseconds since the Unix epoch (`u64::MAX`: none yet).
     millis: u64,
     text: [u8; 24],
@@ -77,7 +76,7 @@ fn second_text(secs: u64) -> [u8; 19] {
 }
 
 impl Stamp {
-    pub(super) const NONE: Stamp = Stamp {
+    pub const NONE: Stamp = Stamp {
         millis: u64::MAX,
         text: [0; 24],
     };
@@ -106,15 +105,9 @@ impl Stamp {
     }
 }
 
-pub(super) fn locked(stamp: &Mutex<Stamp>) -> std::sync::MutexGuard<'_, Stamp> {
-    stamp
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// Appends the time `wall` as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
-pub(super) fn push_time(out: &mut Vec<u8>, wall: Duration, stamp: &Mutex<Stamp>) {
-    out.extend_from_slice(locked(stamp).text_of(wall));
+pub(super) fn push_time(out: &mut Vec<u8>, wall: Duration, stamp: &mut Stamp) {
+    out.extend_from_slice(stamp.text_of(wall));
 }
 
 /// Microseconds in `duration` (u64: 584,942 years; `as_micros` is a u128).
@@ -170,20 +163,21 @@ mod tests {
 
     #[test]
     fn time_and_duration_formats() {
-        let cache = Mutex::new(Stamp::NONE);
+        let mut stamp = Stamp::NONE;
+        let cache = &mut stamp;
         let mut out = Vec::new();
-        push_time(&mut out, Duration::from_millis(1_795_357_501_007), &cache);
+        push_time(&mut out, Duration::from_millis(1_795_357_501_007), cache);
         assert_eq!(String::from_utf8(out).unwrap(), "2026-11-22T14:25:01.007Z");
         // The cached second, then a new one.
         let mut out = Vec::new();
-        push_time(&mut out, Duration::from_millis(1_795_357_501_999), &cache);
+        push_time(&mut out, Duration::from_millis(1_795_357_501_999), cache);
         push_time(
             &mut out,
             Duration::from_micros(1_795_357_501_999_999),
-            &cache,
+            cache,
         );
-        push_time(&mut out, Duration::from_secs(951_782_400), &cache);
-        push_time(&mut out, Duration::from_secs(951_782_401), &cache);
+        push_time(&mut out, Duration::from_secs(951_782_400), cache);
+        push_time(&mut out, Duration::from_secs(951_782_401), cache);
         assert_eq!(
             out,
             b"2026-11-22T14:25:01.999Z2026-11-22T14:25:01.999Z2000-02-29T00:00:00.000Z2000-02-29T00:00:01.000Z"
