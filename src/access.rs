@@ -25,7 +25,11 @@ use crate::logfile::LogFile;
 mod text;
 
 pub use text::Stamp;
-use text::{push_millis, push_status, push_time, short_millis, three_digits};
+use text::{digits_ending_at, push_millis, push_status, push_time, short_millis, three_digits};
+
+/// Where the response size's digits end in `push_default`'s tail: room for the
+/// 20 digits of any `u64` and the leading zeros of its first three.
+const BYTES_END: usize = 21;
 
 /// The default text template.
 pub const DEFAULT_TEMPLATE: &str =
@@ -305,19 +309,22 @@ impl Lines {
                 out.push(b' ');
             }
         }
-        out.extend_from_slice(itoa::Buffer::new().format(e.bytes).as_bytes());
-        // ` 7.001 <32-byte id>\n` in one copy: most answers take under 10 ms, and
-        // generated ids have 32 bytes.
+        // `13 7.001 <32-byte id>\n` in one copy: most answers take under 10 ms,
+        // and generated ids have 32 bytes. The size's digits are written to end
+        // where the rest begins, so it goes in the same copy (itoa's buffer would
+        // be a call and a copy of its own).
         if let (Some(millis), Ok(id)) = (
             short_millis(e.duration),
             <&[u8; 32]>::try_from(e.request_id),
         ) {
-            let mut tail = [b' '; 40];
-            tail[1..6].copy_from_slice(&millis);
-            tail[7..39].copy_from_slice(id);
-            tail[39] = b'\n';
-            out.extend_from_slice(&tail);
+            let mut tail = [b' '; BYTES_END + 40];
+            let start = digits_ending_at(&mut tail, BYTES_END, e.bytes as u64);
+            tail[BYTES_END + 1..BYTES_END + 6].copy_from_slice(&millis);
+            tail[BYTES_END + 7..BYTES_END + 39].copy_from_slice(id);
+            tail[BYTES_END + 39] = b'\n';
+            out.extend_from_slice(&tail[start..]);
         } else {
+            out.extend_from_slice(itoa::Buffer::new().format(e.bytes).as_bytes());
             out.push(b' ');
             push_millis(out, e.duration);
             out.push(b' ');

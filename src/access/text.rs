@@ -58,6 +58,22 @@ pub(super) fn three_digits(value: u64) -> [u8; 3] {
     [DIGITS3[at], DIGITS3[at + 1], DIGITS3[at + 2]]
 }
 
+/// Writes `value`'s decimal digits to end just before `buf[end]`, three at a time
+/// from the table, and returns where they begin (`buf[..end]` must hold 21 bytes:
+/// the 20 digits of `u64::MAX` and the leading zeros of its first three).
+#[inline]
+pub(super) fn digits_ending_at(buf: &mut [u8], end: usize, mut value: u64) -> usize {
+    let mut at = end;
+    while value >= 1000 {
+        at -= 3;
+        buf[at..at + 3].copy_from_slice(&three_digits(value % 1000));
+        value /= 1000;
+    }
+    at -= 3;
+    buf[at..at + 3].copy_from_slice(&three_digits(value));
+    at + 2 - usize::from(value >= 10) - usize::from(value >= 100)
+}
+
 /// `YYYY-MM-DDTHH:MM:SS` of the unix second `secs` (UTC).
 fn second_text(secs: u64) -> [u8; 19] {
     let (year, month, day) = civil(i64::try_from(secs / 86_400).unwrap_or(0));
@@ -192,6 +208,25 @@ mod tests {
             let mut out = Vec::new();
             push_millis(&mut out, Duration::from_micros(micros));
             assert_eq!(String::from_utf8(out).unwrap(), text);
+        }
+        for value in [
+            0,
+            7,
+            10,
+            99,
+            100,
+            999,
+            1000,
+            1001,
+            13_000,
+            999_999,
+            1 << 40,
+            u64::MAX,
+        ] {
+            let mut buf = [b'x'; 24];
+            let start = digits_ending_at(&mut buf, 21, value);
+            assert_eq!(&buf[start..21], value.to_string().as_bytes());
+            assert_eq!(&buf[21..], b"xxx");
         }
         for status in [0, 7, 99, 100, 200, 404, 999, 1000, 65_535] {
             let mut out = Vec::new();
