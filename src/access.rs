@@ -24,8 +24,8 @@ use crate::logfile::LogFile;
 
 mod text;
 
-pub use text::Stamp;
-use text::{digits_ending_at, push_millis, push_status, push_time, short_millis, three_digits};
+use crate::logtime::{three_digits, Stamp};
+use text::{digits_ending_at, push_millis, push_status, push_time, short_millis};
 
 /// Where the response size's digits end in `push_default`'s tail: room for the
 /// 20 digits of any `u64` and the leading zeros of its first three.

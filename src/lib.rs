@@ -15,6 +15,7 @@ pub mod http2;
 pub mod json_check;
 pub mod json_fast;
 pub mod logfile;
+pub mod logtime;
 pub mod metrics;
 pub mod overload;
 pub mod protocol;

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::access::Stamp;
+use crate::logtime::Stamp;
 
 /// The largest write a pipe keeps whole (POSIX `PIPE_BUF` on Linux).
 const PIPE_BUF: usize = 4096;
