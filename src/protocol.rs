@@ -164,7 +164,11 @@ impl Connection {
         encode::Common {
             server_line: &disp.server_line,
             date_line: &self.date,
-            request_id_line: b"",
+            request_id: b"",
+            request_id_prefix: disp
+                .request_ids
+                .as_ref()
+                .map_or(b"", |ids| ids.line_prefix()),
             request_id_name: disp.request_ids.as_ref().map_or("", |ids| ids.name()),
         }
     }

@@ -24,9 +24,8 @@ pub use crate::target::{percent_decode, split_target};
 /// What the server keeps about one request for its response: its id and when it
 /// began (for the access log).
 pub struct Exchange {
-    /// `X-Request-ID: <id>\r\n` as echoed in the response; empty when ids are off.
-    pub id_line: Vec<u8>,
-    pub id_start: usize,
+    /// The request's id, echoed in the response (`Id::Off` when ids are off).
+    pub id: crate::request_id::Id,
     /// When the request was routed (None when nothing measures it).
     pub started: Option<Instant>,
     /// The router's index of the route that matched, or the metrics slot a hosted
@@ -55,17 +54,12 @@ impl Exchange {
 
     /// The request id, or "" when ids are off.
     pub fn id(&self) -> &str {
-        if self.id_line.is_empty() {
-            ""
-        } else {
-            crate::request_id::id_of(&self.id_line, self.id_start)
-        }
+        self.id.as_str()
     }
 
     /// The id's bytes (no UTF-8 check: ids are ASCII by construction), or empty.
     pub fn id_bytes(&self) -> &[u8] {
-        let end = self.id_line.len().saturating_sub(2);
-        self.id_line.get(self.id_start..end).unwrap_or_default()
+        self.id.as_bytes()
     }
 }
 

@@ -161,19 +161,31 @@ pub struct Common<'a> {
     /// `Server: ...\r\n`, or empty for no Server header.
     pub server_line: &'a [u8],
     pub date_line: &'a DateLine,
-    /// `X-Request-ID: <id>\r\n` for this response, or empty.
-    pub request_id_line: &'a [u8],
+    /// This response's request id (the line is `request_id_prefix`, it, CRLF), or
+    /// empty for none.
+    pub request_id: &'a [u8],
+    /// `X-Request-ID: `, as the id's line starts.
+    pub request_id_prefix: &'a [u8],
     /// The request-id header's name, to leave ours out when the handler set one.
     pub request_id_name: &'a str,
 }
 
 impl<'a> Common<'a> {
-    /// The same lines with this request's id line.
+    /// The same lines with this request's id.
     #[must_use]
-    pub fn with_request_id(self, line: &'a [u8]) -> Self {
+    pub fn with_request_id(self, id: &'a [u8]) -> Self {
         Common {
-            request_id_line: line,
+            request_id: id,
             ..self
+        }
+    }
+
+    /// Appends the request id's line, when there is an id.
+    fn put_request_id(&self, out: &mut Vec<u8>) {
+        if !self.request_id.is_empty() {
+            out.extend_from_slice(self.request_id_prefix);
+            out.extend_from_slice(self.request_id);
+            out.extend_from_slice(b"\r\n");
         }
     }
 }
@@ -224,9 +236,8 @@ pub fn encode_response(
     if !(custom && has_header(parts.headers, "date")) {
         out.extend_from_slice(common.date_line);
     }
-    let handler_set_id = custom && has_header(parts.headers, common.request_id_name);
-    if !(common.request_id_line.is_empty() || handler_set_id) {
-        out.extend_from_slice(common.request_id_line);
+    if !(custom && has_header(parts.headers, common.request_id_name)) {
+        common.put_request_id(out);
     }
     if let Some(ct) = parts.content_type {
         if !no_body || status == 304 {
@@ -315,8 +326,8 @@ pub fn encode_head<N: AsRef<[u8]>, V: AsRef<[u8]>>(
     if !has_header(headers, "date") {
         out.extend_from_slice(common.date_line);
     }
-    if !(common.request_id_line.is_empty() || has_header(headers, common.request_id_name)) {
-        out.extend_from_slice(common.request_id_line);
+    if !(common.request_id.is_empty() || has_header(headers, common.request_id_name)) {
+        common.put_request_id(out);
     }
     if let Some(ct) = content_type {
         if !status_forbids_body(status) || status == 304 {
@@ -378,13 +389,15 @@ mod tests {
     const VETER: Common<'static> = Common {
         server_line: b"Server: veter\r\n",
         date_line: DATE,
-        request_id_line: b"",
+        request_id: b"",
+        request_id_prefix: b"X-Request-ID: ",
         request_id_name: "X-Request-ID",
     };
     const NO_SERVER: Common<'static> = Common {
         server_line: b"",
         date_line: DATE,
-        request_id_line: b"",
+        request_id: b"",
+        request_id_prefix: b"X-Request-ID: ",
         request_id_name: "X-Request-ID",
     };
     const KEEP: Framing = Framing {
@@ -476,7 +489,7 @@ mod tests {
 
     #[test]
     fn request_id_line_unless_the_handler_set_one() {
-        let common = VETER.with_request_id(b"X-Request-ID: r1\r\n");
+        let common = VETER.with_request_id(b"r1");
         let mut out = Vec::new();
         let sent = encode_response(&mut out, &parts(200, &[], b"hi"), KEEP, common);
         assert_eq!(

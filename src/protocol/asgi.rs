@@ -184,11 +184,16 @@ impl Cycle {
         framing
     }
 
-    fn common<'a>(&'a self, date: &'a encode::DateLine, id_line: &'a [u8]) -> encode::Common<'a> {
+    fn common<'a>(&'a self, date: &'a encode::DateLine, id: &'a [u8]) -> encode::Common<'a> {
         encode::Common {
             server_line: &self.disp.server_line,
             date_line: date,
-            request_id_line: id_line,
+            request_id: id,
+            request_id_prefix: self
+                .disp
+                .request_ids
+                .as_ref()
+                .map_or(b"", |ids| ids.line_prefix()),
             request_id_name: self.disp.request_ids.as_ref().map_or("", |ids| ids.name()),
         }
     }
@@ -206,7 +211,7 @@ impl Cycle {
             &head.headers,
             length,
             framing,
-            self.common(&date, &req.exchange.id_line),
+            self.common(&date, req.exchange.id_bytes()),
         );
         (bytes, framing)
     }

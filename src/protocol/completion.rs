@@ -102,7 +102,7 @@ impl Completion {
                 Ok(r) if framing.upgrade && stream::is_upgrade(r) => framing,
                 _ => this.close_if_upload_unfinished(&req.parts, framing),
             };
-            let common = this.common().with_request_id(&req.exchange.id_line);
+            let common = this.common().with_request_id(req.exchange.id_bytes());
             let encoded =
                 result.and_then(|result| encode_result(py, common, &result, framing, &mut bytes));
             let mut plan = None;

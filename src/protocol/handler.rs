@@ -364,7 +364,7 @@ impl Connection {
         } else {
             self.close_if_upload_unfinished(&req.parts, framing)
         };
-        let common = self.common().with_request_id(&req.exchange.id_line);
+        let common = self.common().with_request_id(req.exchange.id_bytes());
         let sent = match encode_result(py, common, result, framing, &mut bytes) {
             Ok(Encoded::Whole(sent)) => sent,
             Ok(Encoded::Stream(mut plan)) => {
@@ -390,7 +390,7 @@ impl Connection {
         let mut bytes = Vec::new();
         let req = request.get();
         let framing = self.close_if_upload_unfinished(&req.parts, framing);
-        let common = self.common().with_request_id(&req.exchange.id_line);
+        let common = self.common().with_request_id(req.exchange.id_bytes());
         let sent = encode_error(py, &self.disp, common, request, err, framing, &mut bytes);
         self.record_response(py, &req.parts, &req.exchange, sent);
         self.core.emit(bytes);
@@ -410,7 +410,11 @@ impl Connection {
         let common = encode::Common {
             server_line: &disp.server_line,
             date_line: &self.date,
-            request_id_line: &exchange.id_line,
+            request_id: exchange.id_bytes(),
+            request_id_prefix: disp
+                .request_ids
+                .as_ref()
+                .map_or(b"", |ids| ids.line_prefix()),
             request_id_name: disp.request_ids.as_ref().map_or("", |ids| ids.name()),
         };
         let sent = if let Some(out) = self.core.direct() {

@@ -15,16 +15,15 @@ impl Connection {
     /// The id and start of a request about to be routed (see `request_id.rs`).
     pub(super) fn exchange_for(&self, py: Python<'_>, parts: &request::Parts) -> Exchange {
         let disp = &*self.disp;
-        let (id_line, id_start) = match &disp.request_ids {
+        let id = match &disp.request_ids {
             Some(ids) => {
                 let head = &parts.buf.bind(py).as_bytes()[parts.base..];
-                ids.line_for(parts.first_header(head, ids.header.as_bytes()))
+                ids.id_for(parts.first_header(head, ids.header.as_bytes()))
             }
-            None => (Vec::new(), 0),
+            None => crate::request_id::Id::Off,
         };
         Exchange {
-            id_line,
-            id_start,
+            id,
             started: Some(self.core.last_activity),
             route: std::sync::atomic::AtomicUsize::new(request::NO_ROUTE),
             forwarded: if self.proxied {

@@ -184,7 +184,11 @@ fn late_answer(disp: &Shared, date: &encode::DateLine, run: &Running) -> (Vec<u8
     let common = encode::Common {
         server_line: &disp.server_line,
         date_line: date,
-        request_id_line: &req.exchange.id_line,
+        request_id: req.exchange.id_bytes(),
+        request_id_prefix: disp
+            .request_ids
+            .as_ref()
+            .map_or(b"", |ids| ids.line_prefix()),
         request_id_name: disp.request_ids.as_ref().map_or("", |ids| ids.name()),
     };
     let mut bytes = Vec::new();

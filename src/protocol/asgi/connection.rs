@@ -445,7 +445,7 @@ impl Connection {
         let mut bytes = Vec::new();
         let req = request.get();
         let framing = self.close_if_upload_unfinished(&req.parts, framing);
-        let common = self.common().with_request_id(&req.exchange.id_line);
+        let common = self.common().with_request_id(req.exchange.id_bytes());
         let disp = self.disp.clone();
         let sent = crate::protocol::respond::encode_error(
             py, &disp, common, request, err, framing, &mut bytes,
