@@ -366,7 +366,12 @@ fn parse_request_line(
             Ok(None)
         }
     };
-    let method_end = scan(line, start, TCHAR);
+    // `GET ` as one compare: the scan below stops at the same byte for it.
+    let method_end = if line[start..].starts_with(b"GET ") {
+        start + 3
+    } else {
+        scan(line, start, TCHAR)
+    };
     match line.get(method_end) {
         Some(b' ') if method_end > start => {}
         None => return more(),
@@ -396,6 +401,23 @@ fn parse_request_line(
         Some(&b) => return Err(invalid_byte(b, "invalid request target")),
     }
     let version_start = target_end + 1;
+    // The two versions clients send, with their CRLF, as one compare each: the
+    // same verdict the scan below gives these bytes (all of them TARGET bytes up
+    // to a CR, a known version, then LF), and within the line's limit (`line`).
+    let known = match line.get(version_start..version_start + 10) {
+        Some(b"HTTP/1.1\r\n") => Some(Version::Http11),
+        Some(b"HTTP/1.0\r\n") => Some(Version::Http10),
+        _ => None,
+    };
+    if let Some(version) = known {
+        check_target_form(&buf[start..method_end], &buf[target_start..target_end])?;
+        return Ok(Some(RequestLine {
+            method: start..method_end,
+            target: target_start..target_end,
+            version,
+            end: version_start + 10,
+        }));
+    }
     let cr = scan(line, version_start, TARGET);
     match line.get(cr) {
         Some(b'\r') => {}
