@@ -288,6 +288,74 @@ fn encode_record(
     record::fits(parts, &common).then(|| record::write(out, parts, framing.head, common))
 }
 
+/// What the shell's common answers (a handler's `str`, `bytes`, JSON) say before
+/// their length, written as one piece each (`encode_ok`).
+pub struct OkKind {
+    /// `Content-Type: ...\r\nContent-Length: `.
+    lines: &'static [u8],
+    /// The content type alone, for an answer to an HTTP/2 stream (a record).
+    content_type: &'static str,
+}
+
+pub const OK_TEXT: OkKind = OkKind {
+    lines: b"Content-Type: text/plain; charset=utf-8\r\nContent-Length: ",
+    content_type: "text/plain; charset=utf-8",
+};
+pub const OK_JSON: OkKind = OkKind {
+    lines: b"Content-Type: application/json\r\nContent-Length: ",
+    content_type: "application/json",
+};
+pub const OK_BYTES: OkKind = OkKind {
+    lines: b"Content-Type: application/octet-stream\r\nContent-Length: ",
+    content_type: "application/octet-stream",
+};
+
+/// Appends a `200` with `body` and no headers of the handler's: what
+/// `encode_response` writes for it, byte for byte (tests below), with the lines
+/// that cannot vary joined (~100 instructions less per answer, callgrind).
+pub fn encode_ok(
+    out: &mut Vec<u8>,
+    kind: &OkKind,
+    body: &[u8],
+    framing: Framing,
+    common: Common<'_>,
+) -> Sent {
+    if framing.version == Version::Http2 {
+        // A record for the stream (`encode_record`), as every whole answer to one.
+        let parts = Parts {
+            status: 200,
+            content_type: Some(kind.content_type),
+            headers: &[],
+            body,
+        };
+        return encode_response(out, &parts, framing, common);
+    }
+    out.reserve(160 + body.len());
+    out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+    out.extend_from_slice(common.server_line);
+    out.extend_from_slice(common.date_line);
+    common.put_request_id(out);
+    out.extend_from_slice(kind.lines);
+    out.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
+    out.extend_from_slice(if !framing.keep_alive {
+        b"\r\nConnection: close\r\n\r\n"
+    } else if framing.version == Version::Http10 {
+        b"\r\nConnection: keep-alive\r\n\r\n"
+    } else {
+        b"\r\n\r\n"
+    });
+    let body_bytes = if framing.head {
+        0
+    } else {
+        out.extend_from_slice(body);
+        body.len()
+    };
+    Sent {
+        status: 200,
+        body_bytes,
+    }
+}
+
 /// How the body of a streamed response is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BodyLength {
@@ -511,6 +579,42 @@ mod tests {
         let head = Framing { head: true, ..KEEP };
         let sent = encode_response(&mut Vec::new(), &parts(200, &[], b"hi"), head, common);
         assert_eq!(sent.body_bytes, 0);
+    }
+
+    #[test]
+    fn encode_ok_writes_what_encode_response_writes() {
+        let kinds = [
+            (&OK_TEXT, crate::response::TEXT_PLAIN),
+            (&OK_JSON, crate::response::APPLICATION_JSON),
+            (&OK_BYTES, crate::response::OCTET_STREAM),
+        ];
+        for (kind, content_type) in kinds {
+            for keep_alive in [true, false] {
+                for version in [Version::Http11, Version::Http10, Version::Http2] {
+                    for head in [true, false] {
+                        for common in [VETER, NO_SERVER, VETER.with_request_id(b"r1")] {
+                            let framing = Framing {
+                                version,
+                                keep_alive,
+                                head,
+                                upgrade: false,
+                            };
+                            let parts = Parts {
+                                status: 200,
+                                content_type: Some(content_type),
+                                headers: &[],
+                                body: b"Hello",
+                            };
+                            let (mut a, mut b) = (Vec::new(), Vec::new());
+                            let sent_a = encode_response(&mut a, &parts, framing, common);
+                            let sent_b = encode_ok(&mut b, kind, b"Hello", framing, common);
+                            assert_eq!(String::from_utf8(a), String::from_utf8(b));
+                            assert_eq!(sent_a, sent_b);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

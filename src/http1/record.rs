@@ -59,11 +59,10 @@ pub fn fits(parts: &Parts<'_>, common: &Common<'_>) -> bool {
         && parts.content_type.map_or(true, |ct| value(ct.as_bytes()))
         && (common.server_line.is_empty()
             || (common.server_line.len() >= SERVER_LINE && value(common.server_line)))
-        && (common.request_id_line.is_empty()
+        && (common.request_id.is_empty()
             || (!common.request_id_name.is_empty()
                 && common.request_id_name.len() <= MAX_NAME
-                && common.request_id_line.len() >= common.request_id_name.len() + 4
-                && value(common.request_id_line)))
+                && value(common.request_id)))
 }
 
 /// Appends `parts` as a record (the caller checked `fits`); what `encode_response`
@@ -90,9 +89,9 @@ pub fn write(out: &mut Vec<u8>, parts: &Parts<'_>, head_request: bool, common: C
     if !has("date") {
         line(out, DATE, common.date_line, "Date: \r\n".len());
     }
-    if !(common.request_id_line.is_empty() || has(common.request_id_name)) {
-        let name = common.request_id_name.len();
-        line(out, tag(name), common.request_id_line, name + 4);
+    if !(common.request_id.is_empty() || has(common.request_id_name)) {
+        let name = tag(common.request_id_name.len());
+        field(out, name, common.request_id_prefix, common.request_id);
     }
     if let Some(ct) = parts.content_type {
         if !no_body || status == 304 {

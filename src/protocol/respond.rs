@@ -10,7 +10,7 @@ use crate::http1::encode::{self, Framing};
 use crate::json_fast;
 use crate::pyrefs;
 use crate::request::Request;
-use crate::response::{Response, APPLICATION_JSON, OCTET_STREAM, TEXT_PLAIN};
+use crate::response::{Response, TEXT_PLAIN};
 
 pub fn is_coroutine(obj: &Bound<'_, PyAny>) -> bool {
     // Only on the slow path of a sync-declared handler returning an awaitable.
@@ -40,24 +40,18 @@ pub fn encode_result(
     framing: Framing,
     out: &mut Vec<u8>,
 ) -> PyResult<Encoded> {
-    let mut whole = |body: &[u8], content_type| {
-        let parts = encode::Parts {
-            status: 200,
-            content_type: Some(content_type),
-            headers: &[],
-            body,
-        };
-        Encoded::Whole(encode::encode_response(out, &parts, framing, common))
+    let mut whole = |body: &[u8], kind: &encode::OkKind| {
+        Encoded::Whole(encode::encode_ok(out, kind, body, framing, common))
     };
     // The two answers handlers give most, by their exact type first (one pointer
     // compared each; a failed cast to `Response` costs more): a str, and a dict
     // or list of the common shapes, written by the core (json_fast.rs); anything
     // else in it, and subclasses, go to orjson below.
     if let Some(s) = json_fast::exact::<PyString>(result) {
-        return Ok(whole(s.to_str()?.as_bytes(), TEXT_PLAIN));
+        return Ok(whole(s.to_str()?.as_bytes(), &encode::OK_TEXT));
     }
     if result.is_exact_instance_of::<PyDict>() || result.is_exact_instance_of::<PyList>() {
-        if let Some(sent) = json_fast::with_encoded(result, |json| whole(json, APPLICATION_JSON)) {
+        if let Some(sent) = json_fast::with_encoded(result, |json| whole(json, &encode::OK_JSON)) {
             return Ok(sent);
         }
     }
@@ -68,14 +62,14 @@ pub fn encode_result(
     }
     if let Ok(s) = result.cast::<PyString>() {
         // The str's own UTF-8 (for ASCII, its data): no bytes object in between.
-        return Ok(whole(s.to_str()?.as_bytes(), TEXT_PLAIN));
+        return Ok(whole(s.to_str()?.as_bytes(), &encode::OK_TEXT));
     }
     if let Ok(b) = result.cast::<PyBytes>() {
-        return Ok(whole(b.as_bytes(), OCTET_STREAM));
+        return Ok(whole(b.as_bytes(), &encode::OK_BYTES));
     }
     if result.is_instance_of::<PyDict>() || result.is_instance_of::<PyList>() {
         let json = pyrefs::get(py)?.json_dumps.bind(py).call1((result,))?;
-        return Ok(whole(json.cast::<PyBytes>()?.as_bytes(), APPLICATION_JSON));
+        return Ok(whole(json.cast::<PyBytes>()?.as_bytes(), &encode::OK_JSON));
     }
     if stream::is_stream(result) {
         return stream::plan(common, result, framing, out).map(|p| Encoded::Stream(Box::new(p)));
