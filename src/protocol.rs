@@ -142,6 +142,8 @@ pub struct Connection {
     /// line only when the second changed: `set_clock`), and its unix second.
     date: encode::DateLine,
     date_second: u64,
+    /// `encode::ok_head` with `date` (see `ok_head_for`).
+    ok_head: Vec<u8>,
     /// The wall clock (since the Unix epoch) at `clock.0`: access log times are
     /// derived from it, so a line costs one monotonic clock read (its duration), not two.
     clock: (Instant, std::time::Duration),
@@ -169,8 +171,18 @@ impl Connection {
                 .request_ids
                 .as_ref()
                 .map_or(b"", |ids| ids.line_prefix()),
+            ok_head: &self.ok_head,
             request_id_name: disp.request_ids.as_ref().map_or("", |ids| ids.name()),
         }
+    }
+
+    /// `encode::ok_head` for this connection's lines (empty when request ids are
+    /// off: then `encode_ok` writes the lines one by one).
+    fn ok_head_for(&self, date: &encode::DateLine) -> Vec<u8> {
+        let disp = &*self.disp;
+        disp.request_ids.as_ref().map_or_else(Vec::new, |ids| {
+            encode::ok_head(&disp.server_line, date, ids.line_prefix())
+        })
     }
 
     /// The clocks read at `now`/`wall`, and the `Date` line for them: a new line
@@ -181,6 +193,7 @@ impl Connection {
         let second = unix.as_secs();
         if second != self.date_second {
             self.date = encode::date_line_at(wall);
+            self.ok_head = self.ok_head_for(&self.date);
             self.date_second = second;
         }
         self.clock = (now, unix);
@@ -218,6 +231,7 @@ impl Connection {
             later: None,
             date: encode::date_line(),
             date_second: 0,
+            ok_head: Vec::new(),
             clock: (now, unix_time(std::time::SystemTime::now())),
             h2: None,
             h2_stream: false,

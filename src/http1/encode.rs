@@ -166,6 +166,10 @@ pub struct Common<'a> {
     pub request_id: &'a [u8],
     /// `X-Request-ID: `, as the id's line starts.
     pub request_id_prefix: &'a [u8],
+    /// What `encode_ok` starts a `200` with when the response has a request id
+    /// (`ok_head`: the status, Server and Date lines and the id line's prefix),
+    /// kept by the connection; empty: written piece by piece.
+    pub ok_head: &'a [u8],
     /// The request-id header's name, to leave ours out when the handler set one.
     pub request_id_name: &'a str,
 }
@@ -288,25 +292,38 @@ fn encode_record(
     record::fits(parts, &common).then(|| record::write(out, parts, framing.head, common))
 }
 
+/// The first lines of a `200` of `encode_ok` up to its request id: kept by a
+/// connection and made again when its `Date` line changes (once a second).
+pub fn ok_head(server_line: &[u8], date_line: &DateLine, request_id_prefix: &[u8]) -> Vec<u8> {
+    [
+        b"HTTP/1.1 200 OK\r\n",
+        server_line,
+        date_line,
+        request_id_prefix,
+    ]
+    .concat()
+}
+
 /// What the shell's common answers (a handler's `str`, `bytes`, JSON) say before
 /// their length, written as one piece each (`encode_ok`).
 pub struct OkKind {
-    /// `Content-Type: ...\r\nContent-Length: `.
+    /// `\r\nContent-Type: ...\r\nContent-Length: `: the CRLF ends the line before
+    /// (the request id's, after `ok_head`); without it the lines start a line.
     lines: &'static [u8],
     /// The content type alone, for an answer to an HTTP/2 stream (a record).
     content_type: &'static str,
 }
 
 pub const OK_TEXT: OkKind = OkKind {
-    lines: b"Content-Type: text/plain; charset=utf-8\r\nContent-Length: ",
+    lines: b"\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ",
     content_type: "text/plain; charset=utf-8",
 };
 pub const OK_JSON: OkKind = OkKind {
-    lines: b"Content-Type: application/json\r\nContent-Length: ",
+    lines: b"\r\nContent-Type: application/json\r\nContent-Length: ",
     content_type: "application/json",
 };
 pub const OK_BYTES: OkKind = OkKind {
-    lines: b"Content-Type: application/octet-stream\r\nContent-Length: ",
+    lines: b"\r\nContent-Type: application/octet-stream\r\nContent-Length: ",
     content_type: "application/octet-stream",
 };
 
@@ -330,12 +347,18 @@ pub fn encode_ok(
         };
         return encode_response(out, &parts, framing, common);
     }
-    out.reserve(160 + body.len());
-    out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
-    out.extend_from_slice(common.server_line);
-    out.extend_from_slice(common.date_line);
-    common.put_request_id(out);
-    out.extend_from_slice(kind.lines);
+    out.reserve(160 + common.ok_head.len() + body.len());
+    if common.ok_head.is_empty() || common.request_id.is_empty() {
+        out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+        out.extend_from_slice(common.server_line);
+        out.extend_from_slice(common.date_line);
+        common.put_request_id(out);
+        out.extend_from_slice(&kind.lines[2..]);
+    } else {
+        out.extend_from_slice(common.ok_head);
+        out.extend_from_slice(common.request_id);
+        out.extend_from_slice(kind.lines);
+    }
     out.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
     out.extend_from_slice(if !framing.keep_alive {
         b"\r\nConnection: close\r\n\r\n"
@@ -459,6 +482,7 @@ mod tests {
         date_line: DATE,
         request_id: b"",
         request_id_prefix: b"X-Request-ID: ",
+        ok_head: b"",
         request_id_name: "X-Request-ID",
     };
     const NO_SERVER: Common<'static> = Common {
@@ -466,6 +490,7 @@ mod tests {
         date_line: DATE,
         request_id: b"",
         request_id_prefix: b"X-Request-ID: ",
+        ok_head: b"",
         request_id_name: "X-Request-ID",
     };
     const KEEP: Framing = Framing {
@@ -592,7 +617,18 @@ mod tests {
             for keep_alive in [true, false] {
                 for version in [Version::Http11, Version::Http10, Version::Http2] {
                     for head in [true, false] {
-                        for common in [VETER, NO_SERVER, VETER.with_request_id(b"r1")] {
+                        let lines = ok_head(VETER.server_line, DATE, b"X-Request-ID: ");
+                        let kept = Common {
+                            ok_head: &lines,
+                            ..VETER
+                        };
+                        for common in [
+                            VETER,
+                            NO_SERVER,
+                            VETER.with_request_id(b"r1"),
+                            kept,
+                            kept.with_request_id(b"r1"),
+                        ] {
                             let framing = Framing {
                                 version,
                                 keep_alive,

@@ -219,6 +219,7 @@ mod records {
             date_line: DATE,
             request_id: id,
             request_id_prefix: b"X-Request-ID: ",
+            ok_head: b"",
             request_id_name: "X-Request-ID",
         }
     }

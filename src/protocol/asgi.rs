@@ -189,6 +189,7 @@ impl Cycle {
             server_line: &self.disp.server_line,
             date_line: date,
             request_id: id,
+            ok_head: b"",
             request_id_prefix: self
                 .disp
                 .request_ids

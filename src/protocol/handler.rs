@@ -411,6 +411,7 @@ impl Connection {
             server_line: &disp.server_line,
             date_line: &self.date,
             request_id: exchange.id_bytes(),
+            ok_head: b"",
             request_id_prefix: disp
                 .request_ids
                 .as_ref()

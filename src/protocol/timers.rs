@@ -85,6 +85,7 @@ impl Connection {
             return;
         }
         self.date = encode::date_line();
+        self.ok_head = self.ok_head_for(&self.date);
         let mut answered = Vec::new();
         let mut through_app = Vec::new();
         for seq in due {
@@ -185,6 +186,7 @@ fn late_answer(disp: &Shared, date: &encode::DateLine, run: &Running) -> (Vec<u8
         server_line: &disp.server_line,
         date_line: date,
         request_id: req.exchange.id_bytes(),
+        ok_head: b"",
         request_id_prefix: disp
             .request_ids
             .as_ref()
