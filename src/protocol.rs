@@ -521,6 +521,7 @@ impl Connection {
     /// read to its end (still arriving, or failed: the rest of it is never read).
     /// The same for any answer but the `101` to a WebSocket handshake, which left
     /// the bytes after it unread.
+    #[inline] // its common answer (no streamed body, no upgrade) is one check
     fn close_if_upload_unfinished(
         &mut self,
         parts: &request::Parts,

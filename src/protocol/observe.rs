@@ -53,6 +53,7 @@ impl Connection {
     }
 
     /// Counts a response for the metrics and writes its access log line (each when on).
+    #[inline] // with both off (the default), one check where it is called
     pub(super) fn record_response(
         &self,
         py: Python<'_>,
@@ -61,9 +62,20 @@ impl Connection {
         sent: encode::Sent,
     ) {
         let disp = &*self.disp;
-        if disp.metrics.is_none() && disp.access.is_none() {
-            return;
+        if disp.metrics.is_some() || disp.access.is_some() {
+            self.record_observed(py, parts, exchange, sent);
         }
+    }
+
+    #[inline(never)]
+    fn record_observed(
+        &self,
+        py: Python<'_>,
+        parts: &request::Parts,
+        exchange: &Exchange,
+        sent: encode::Sent,
+    ) {
+        let disp = &*self.disp;
         let now = Instant::now();
         let took = exchange
             .started
