@@ -14,6 +14,7 @@ pub mod http1;
 pub mod http2;
 pub mod json_check;
 pub mod json_fast;
+pub mod lagwatch;
 pub mod logfile;
 pub mod logtime;
 pub mod metrics;
@@ -51,6 +52,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ready::Ready>()?;
     m.add_class::<response::Response>()?;
     m.add_class::<logfile::LogFile>()?;
+    m.add_class::<lagwatch::LagWatch>()?;
     m.add_class::<websocket::WebSocketProtocol>()?;
     m.add_function(wrap_pyfunction!(protocol::inline_request, m)?)?;
     m.add_function(wrap_pyfunction!(response::check_header_py, m)?)?;

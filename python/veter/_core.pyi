@@ -103,6 +103,19 @@ class Ready(Generic[_T]):
     def send(self, value: Any) -> Any: ...
 
 @final
+class LagWatch:
+    """The loop-lag monitor's watchdog thread (lagwatch.rs)."""
+
+    def __new__(
+        cls, threshold: float, period: float, loop_tid: int, on_stall: Callable[[float], object]
+    ) -> LagWatch: ...
+    def fileno(self) -> int: ...
+    def answer(self) -> None: ...
+    def stop(self) -> None: ...
+    @property
+    def pings(self) -> int: ...
+
+@final
 class LogFile:
     """Whole log lines, buffered per process, appended with O_APPEND (see logfile.rs)."""
 

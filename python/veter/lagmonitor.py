@@ -1,11 +1,14 @@
 """Seeing a blocked event loop, and who blocked it.
 
-A timer on the loop records each turn; a watchdog thread notices when the loop has
-not turned for longer than the threshold, takes the loop thread's stack at that
-moment (the code that is blocking, not the code that runs after), and names the
+A watchdog thread (native, holding no GIL: ``veter._core.LagWatch``) notices when the
+loop has not turned for longer than the threshold, without waking an idle loop to
+find out: a loop waiting for events is idle, one that is not is asked to turn. When
+it stays blocked past the threshold, the monitor takes the loop thread's stack at
+that moment (the code that is blocking, not the code that runs after), and names the
 route whose handler is on it (for a hosted ASGI app: the request whose scope is on
-it, by method and path, and the template its router matched). The loop's lag (how late its timer fired) is kept as
-a figure for metrics.
+it, by method and path, and the template its router matched). The loop's lag is kept
+as a figure for metrics: how late a once-a-second timer fired, and how long each
+stall lasted.
 """
 
 from __future__ import annotations
@@ -19,11 +22,17 @@ import traceback
 from collections.abc import Iterable
 from types import CodeType, FrameType
 
+from veter._core import LagWatch
 from veter.routing import Route
 
 __all__ = ["LagMonitor"]
 
 log = logging.getLogger("veter.lag")
+
+#: How often the loop's timer samples its lag, in seconds.
+LAG_SAMPLE_SECONDS = 1.0
+#: The watchdog looks at the loop this many times per threshold.
+CHECKS_PER_THRESHOLD = 4
 
 
 def _code_of(handler: object) -> CodeType | None:
@@ -36,10 +45,10 @@ def _code_of(handler: object) -> CodeType | None:
 
 
 class LagMonitor:
-    def __init__(self, routes: Iterable[Route], threshold: float, interval: float = 0.05) -> None:
+    def __init__(self, routes: Iterable[Route], threshold: float) -> None:
         self.threshold = threshold
-        self.interval = min(interval, threshold / 2)
-        #: How late the loop's timer fired last time, in seconds.
+        #: How late the loop's timer fired last time, or how long the last stall
+        #: lasted, in seconds.
         self.lag = 0.0
         #: The largest lag seen, in seconds.
         self.max_lag = 0.0
@@ -50,53 +59,55 @@ class LagMonitor:
             code = _code_of(route.handler)
             if code is not None:
                 self._routes[code] = f"{','.join(route.methods)} {route.path}"
-        self._last_turn = time.monotonic()
         self._expected = 0.0
         self._handle: asyncio.TimerHandle | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        #: The native watchdog, once started.
+        self.watch: LagWatch | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
-        self._reported_at = 0.0
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
+        self._loop = loop
         self._loop_thread = threading.get_ident()
-        self._last_turn = time.monotonic()
         self._schedule(loop)
-        self._thread = threading.Thread(target=self._watch, name="veter-lag-monitor", daemon=True)
-        self._thread.start()
+        period = self.threshold / CHECKS_PER_THRESHOLD
+        self.watch = LagWatch(self.threshold, period, threading.get_native_id(), self._on_stall)
+        loop.add_reader(self.watch.fileno(), self.watch.answer)
 
     def stop(self) -> None:
-        self._stop.set()
         if self._handle is not None:
             self._handle.cancel()
-        if self._thread is not None:
-            self._thread.join(5)
+        if self.watch is not None:
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_reader(self.watch.fileno())
+            self.watch.stop()
 
     def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._expected = time.monotonic() + self.interval
-        self._handle = loop.call_later(self.interval, self._turn, loop)
+        self._expected = time.monotonic() + LAG_SAMPLE_SECONDS
+        self._handle = loop.call_later(LAG_SAMPLE_SECONDS, self._sample, loop)
 
-    def _turn(self, loop: asyncio.AbstractEventLoop) -> None:
-        now = time.monotonic()
-        self.lag = max(0.0, now - self._expected)
-        self.max_lag = max(self.max_lag, self.lag)
-        if self._reported_at:
-            log.warning(
-                "event loop ran again after being blocked for %.0f ms",
-                (now - self._reported_at + self.threshold) * 1000,
-            )
-            self._reported_at = 0.0
-        self._last_turn = now
+    def _sample(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._record(max(0.0, time.monotonic() - self._expected))
         self._schedule(loop)
 
-    def _watch(self) -> None:
-        while not self._stop.wait(self.threshold / 4):
-            stalled = time.monotonic() - self._last_turn
-            if stalled > self.threshold and not self._reported_at:
-                self._reported_at = time.monotonic()
-                self.stalls += 1
-                self._report(stalled)
+    def _record(self, lag: float) -> None:
+        self.lag = lag
+        self.max_lag = max(self.max_lag, lag)
+
+    def _on_stall(self, stalled: float) -> None:
+        """From the watchdog thread: the loop has been blocked for ``stalled`` seconds."""
+        started = time.monotonic() - stalled
+        self.stalls += 1
+        self._report(stalled)
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._resumed, started)
+
+    def _resumed(self, started: float) -> None:
+        """On the loop, first thing once it turns again after a reported stall."""
+        blocked = time.monotonic() - started
+        self._record(blocked)
+        log.warning("event loop ran again after being blocked for %.0f ms", blocked * 1000)
 
     def _report(self, stalled: float) -> None:
         # sys._current_frames is the documented way to read another thread's stack.

@@ -101,6 +101,7 @@ impl Connection {
     }
 
     pub(crate) fn data_received(slf: &Bound<'_, Self>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
+        crate::lagwatch::turned();
         {
             let this = slf.borrow();
             if let Some(session) = &this.h2 {

@@ -140,6 +140,7 @@ impl WebSocketProtocol {
     }
 
     fn data_received(slf: &Bound<'_, Self>, data: &[u8]) -> PyResult<()> {
+        crate::lagwatch::turned();
         Self::with_effects(slf, |this, py, fx| {
             if this.ended() {
                 return Ok(());

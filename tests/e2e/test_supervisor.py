@@ -182,3 +182,32 @@ def test_worker_at_max_concurrency_leaves_new_connections_to_the_others(master, 
     # Every new connection went to the worker with a free slot; none waited for the busy one.
     assert all(answer.startswith("pid=") and answer != f"pid={busy_pid}" for answer in answers), answers
     assert took < 2.0, took
+
+
+def _switches(pid: int) -> int:
+    """Times the process's threads have been put on a CPU (the third field of each
+    thread's schedstat): how often it woke."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/schedstat") as stat:
+            total += int(stat.read().split()[2])
+    return total
+
+
+def test_an_idle_server_barely_wakes(master) -> None:  # type: ignore[no-untyped-def]
+    """Idle, the master wakes for its worker's heartbeat and its own once-a-second
+    check (not ten times a second), and the worker for its heartbeat, its tick and
+    the lag sample; the lag watchdog never wakes the loop (docs/design.md). An idle
+    replica of a service costs next to no CPU."""
+    proc = master("--workers", "1")
+    proc.wait_ready()
+    wait_workers_ready(proc, 1)
+    (worker,) = children_of(proc.pid)
+    master_before, worker_before = _switches(proc.pid), _switches(worker)
+    time.sleep(2.0)  # the span whose wakeups are counted
+    master_woke = _switches(proc.pid) - master_before
+    worker_woke = _switches(worker) - worker_before
+    # Master: heartbeat 1/s + its check 1/s. Worker loop: tick 4/s, heartbeat 1/s,
+    # lag sample 1/s; its watchdog thread: 4 looks per threshold (16/s at 0.25 s).
+    assert master_woke <= 2 * 3, master_woke
+    assert worker_woke <= 2 * (6 + 16 + 2), worker_woke

@@ -51,6 +51,10 @@ EXIT_STARTUP_FAILED = 3
 DUMP_GRACE = 0.5
 #: How often the log files are checked for rotation.
 ROTATION_CHECK_SECONDS = 0.1
+#: The longest the master waits when nothing falls due sooner. Signals (SIGCHLD among
+#: them) and the workers' status bytes wake it at once; its timed checks (heartbeats,
+#: kill deadlines, respawn backoff, the drain delay, rotation) each wake it when due.
+IDLE_WAIT_SECONDS = 1.0
 
 
 @dataclass
@@ -194,7 +198,7 @@ class Master:
     def _tick(self) -> None:
         fds = [self._wake_r.fileno()] + [w.fd for w in self.workers.values()]
         try:
-            readable, _, _ = select.select(fds, [], [], 0.1)
+            readable, _, _ = select.select(fds, [], [], self._wait_seconds())
         except InterruptedError:
             readable = []
         if self._wake_r.fileno() in readable:
@@ -213,6 +217,27 @@ class Master:
         self._maintain()
         self._check_rotation()
         self._publish_metrics()
+
+    def _wait_seconds(self) -> float:
+        """Until the next timed check falls due: an idle master wakes about once a second
+        (and once per worker heartbeat), not ten times."""
+        now = time.monotonic()
+        due = now + IDLE_WAIT_SECONDS
+        if self.leaving_until is not None and not self.stopping:
+            due = min(due, self.leaving_until)
+        if self.next_spawn_at > now:
+            due = min(due, self.next_spawn_at)
+        if self.rotator.enabled:
+            due = min(due, self._next_rotation_check)
+        for worker in self.workers.values():
+            if worker.dumped_at is not None:
+                due = min(due, worker.dumped_at + DUMP_GRACE)
+            elif worker.stopping:
+                due = min(due, worker.kill_at)
+            else:
+                due = min(due, worker.last_heartbeat + self.config.worker_timeout)
+        # A hair past the deadline, so that the check it wakes for finds it passed.
+        return max(0.0, due - now) + 0.001
 
     def _check_rotation(self) -> None:
         now = time.monotonic()
