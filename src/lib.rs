@@ -10,6 +10,7 @@ pub mod body_stream;
 pub mod conn;
 pub mod dispatcher;
 pub mod event_loop;
+pub mod ffi;
 pub mod http1;
 pub mod http2;
 pub mod json_check;

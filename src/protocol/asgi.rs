@@ -14,8 +14,8 @@
 //! hands the cycle a `StreamWriter` (`_veter_start`); until then the app's `send`
 //! waits, and after it `send` waits whenever the client is behind.
 //!
-//! When the app's run ends (on 3.11 `veter.handler_task.run_handler` calls
-//! `_veter_done` from its task; with eager tasks, `AsgiDone` or at once): nothing sent yet is a 500 (through the
+//! When the app's run ends (on 3.11 `_AsgiRun` tells the cycle from its task,
+//! `run.rs`; with eager tasks, `AsgiDone` or at once): nothing sent yet is a 500 (through the
 //! app's error handler, which logs it with the request id); a stream cut short
 //! closes the connection. A client that leaves turns every later `send` into a
 //! no-op and every `receive` into `http.disconnect`, as uvicorn does; the app's
@@ -23,6 +23,7 @@
 
 mod connection;
 mod ending;
+mod run;
 mod sending;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -281,6 +282,20 @@ impl Cycle {
         self.end(py);
     }
 
+    /// The app's run ended, with `failure` when it raised (`_veter_done`, or the
+    /// run driving it). Before `call_asgi` lets the task go on alone, the outcome
+    /// waits for it; after, the end is handled here.
+    fn told(slf: &Bound<'_, Self>, failure: Option<PyErr>) -> PyResult<()> {
+        {
+            let mut state = slf.get().locked();
+            if !state.watched {
+                state.outcome = Some(failure.map_or(Ok(()), Err));
+                return Ok(());
+            }
+        }
+        Cycle::finish(&slf.clone().unbind(), slf.py(), failure)
+    }
+
     /// A future for a `send` to wait on (resolved by `_veter_start` or the drain).
     fn wait_in_send(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let future = new_future(py)?;
@@ -300,15 +315,7 @@ impl Cycle {
         exc: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let _ = result;
-        let failure = exc.map(PyErr::from_value);
-        {
-            let mut state = slf.get().locked();
-            if !state.watched {
-                state.outcome = Some(failure.map_or(Ok(()), Err));
-                return Ok(());
-            }
-        }
-        Cycle::finish(&slf.clone().unbind(), slf.py(), failure)
+        Cycle::told(slf, exc.map(PyErr::from_value))
     }
 
     /// The next message for the app: the body's, then (when the answer is complete
