@@ -39,6 +39,21 @@ def http_status(port: int, path: str, timeout: float = 1.0) -> int | None:
     return int(parts[1])
 
 
+def _threads_run_ns(pid: str) -> int:
+    """Nanoseconds the live threads of ``pid`` have run."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tasks:
+        try:
+            total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
 @dataclass
 class Running:
     argv: list[str]
@@ -51,9 +66,14 @@ class Running:
         return self.proc.pid
 
     def cpu_seconds(self) -> float:
-        """utime + stime of every live process in the server's process group, plus the
-        leader's reaped children (cutime + cstime)."""
-        ticks = 0
+        """CPU time of every live thread of every process in the server's process
+        group, to the nanosecond (the first field of /proc/<pid>/task/<tid>/schedstat:
+        the scheduler's own run time, the figure utime + stime are scaled to), plus the
+        leader's reaped children (cutime + cstime, in clock ticks). utime + stime alone
+        come in 10 ms ticks: at 2,000 req/s a 10 s cell's ~0.3 s had ~5% of noise in
+        rounding. A thread that exits within a cell takes its time with it; no server
+        here starts or ends threads while it serves."""
+        nanos, ticks = 0, 0
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
@@ -64,10 +84,10 @@ class Running:
             fields = raw[raw.rindex(")") + 2 :].split()
             if int(fields[2]) != self.pgid:
                 continue
-            ticks += int(fields[11]) + int(fields[12])
+            nanos += _threads_run_ns(entry)
             if int(entry) == self.pgid:
                 ticks += int(fields[13]) + int(fields[14])
-        return ticks / CLOCK_TICKS
+        return nanos / 1e9 + ticks / CLOCK_TICKS
 
     def log_tail(self, lines: int = 8) -> str:
         try:

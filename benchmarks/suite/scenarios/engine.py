@@ -13,8 +13,8 @@ TITLE = "Engine: veter vs uvicorn raw ASGI, Japronto and the Python floor"
 METHOD = """
 One process per server, pinned to CPU 0; wrk (one thread) pinned to CPU 1. Closed loop:
 c=100 not pipelined, c=256 pipelined 16 requests per write (our own wrk Lua script).
-CPU per request: oha open loop at a fixed rate, server CPU time (utime+stime of the
-server's process group from /proc, before/after) divided by the 2xx responses; it is
+CPU per request: oha open loop at a fixed rate, server CPU time (the run time of the
+server's process group's threads, /proc/<pid>/task/*/schedstat, before/after) divided by the 2xx responses; it is
 the number to trust where wrk, not the server, is the bottleneck (~150-300k req/s
 here). The floor (`apps/pyfloor.py`) is a uvloop Protocol parsing with httptools and
 writing one fixed response per request (one Python callback per request, responses

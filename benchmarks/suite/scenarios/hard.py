@@ -17,8 +17,8 @@ work() sleeps 50 ms. The handler awaits work(), then two work() concurrently
 error swallowed (`asyncio.wait_for`; Tornado gen: `gen.with_timeout`), so ~125 ms is
 expected. Same open-loop ladder and give-up rule as sleep50. CPU per request: the
 same route at a fixed rate every server holds (oha open loop, enough connections for
-twice the expected latency), the server's CPU time (utime+stime of its process group
-from /proc, before/after) divided by the 2xx responses: what a server spends on the
+twice the expected latency), the server's CPU time (the run time of its process group's
+threads, /proc/<pid>/task/*/schedstat, before/after) divided by the 2xx responses: what a server spends on the
 handler's timers and tasks, not on waiting.
 """
 

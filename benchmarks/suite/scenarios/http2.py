@@ -44,7 +44,7 @@ control). A cell fails, and shows no rate, if h2load negotiated anything but h2c
 any request fail (non-2xx, stream or connection error, timeout) in any run. CPU per
 request: h2load at a fixed rate (100 connections, `--rps` each, no warm-up; 2,000/s for
 every route, and 20,000/s for the GET routes), server CPU
-time (utime+stime of its process group from /proc) over the run divided by the 2xx
+time (the run time of its process group's threads, /proc/<pid>/task/*/schedstat) over the run divided by the 2xx
 answers; it is the number to trust where h2load, not the server, is the limit (its own
 CPU share is in the table). Servers interleaved per run, medians. uvicorn+zttp answers at
 most 4,096 streams on a connection, then ends it with GOAWAY ENHANCE_YOUR_CALM (zttp's fixed
