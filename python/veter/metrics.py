@@ -58,7 +58,10 @@ HELP = {
         "counter",
         "Requests answered 503 because they waited past the queue timeout.",
     ),
-    "veter_loop_lag_seconds": ("gauge", "How late the event loop's last timer fired, per worker."),
+    "veter_loop_lag_seconds": (
+        "gauge",
+        "How late the event loop's once-a-second timer last fired, or how long its last stall lasted, per worker.",
+    ),
     "veter_loop_lag_max_seconds": ("gauge", "The largest event loop lag seen, per worker."),
     "veter_loop_stalls_total": ("counter", "Times the event loop was blocked past the lag threshold."),
     "veter_worker_restarts_total": ("counter", "Workers the master replaced after they died."),
