@@ -138,14 +138,20 @@ pub struct Connection {
     /// How an answer a task finished is written at the end of the loop iteration
     /// (`with_borrow_later`); None once detached.
     later: Option<transport::Later>,
-    /// The `Date` line, refreshed once per read and per finished handler (a new
-    /// line only when the second changed: `set_clock`), and its unix second.
+    /// The `Date` line, checked once per read and per finished handler (`set_clock`),
+    /// and its unix second.
     date: encode::DateLine,
     date_second: u64,
     /// `encode::ok_head` with `date` (see `ok_head_for`).
     ok_head: Vec<u8>,
-    /// The wall clock (since the Unix epoch) at `clock.0`: access log times are
-    /// derived from it, so a line costs one monotonic clock read (its duration), not two.
+    /// When the wall clock's second may change next, on the monotonic clock: until
+    /// then the wall clock is not read (`set_clock`).
+    next_second: Instant,
+    /// The wall clock (since the Unix epoch) when it was last read, at `wall.0`.
+    wall: (Instant, std::time::Duration),
+    /// The wall clock (since the Unix epoch) at `clock.0`, the last read: access log
+    /// times are derived from it, so a line costs one monotonic clock read (its
+    /// duration), not two. Kept only while the access log is on (its one reader).
     clock: (Instant, std::time::Duration),
     /// The client speaks HTTP/2: every callback goes to this session (`h2/`).
     h2: Option<Py<h2::Session>>,
@@ -185,10 +191,24 @@ impl Connection {
         })
     }
 
-    /// The clocks read at `now`/`wall`, and the `Date` line for them: a new line
-    /// only when the second changed (a compare, not a thread-local cache lookup and
-    /// a 37-byte copy per read).
-    fn set_clock(&mut self, now: Instant, wall: std::time::SystemTime) {
+    /// The clocks at `now`, a monotonic reading. The wall clock is read only when
+    /// its second may have changed (`next_second`): the `Date` line changes with the
+    /// second and nothing else, and the access log's times are the last wall reading
+    /// plus the monotonic time since (a wall clock stepped by hand or by NTP shows
+    /// within a second). One clock read per read, not two (callgrind: docs/design.md).
+    fn set_clock(&mut self, now: Instant) {
+        if now >= self.next_second {
+            self.read_wall(now);
+        } else if self.disp.access.is_some() {
+            self.clock = (now, self.wall.1 + (now - self.wall.0));
+        }
+    }
+
+    /// Reads the wall clock (at `now` on the monotonic one), and makes a new `Date`
+    /// line when its second changed.
+    #[inline(never)] // once a second
+    fn read_wall(&mut self, now: Instant) {
+        let wall = std::time::SystemTime::now();
         let unix = unix_time(wall);
         let second = unix.as_secs();
         if second != self.date_second {
@@ -196,6 +216,11 @@ impl Connection {
             self.ok_head = self.ok_head_for(&self.date);
             self.date_second = second;
         }
+        // (`subsec_nanos` is under a second: no underflow.)
+        let to_next =
+            std::time::Duration::from_nanos(1_000_000_000 - u64::from(unix.subsec_nanos()));
+        self.next_second = now + to_next;
+        self.wall = (now, unix);
         self.clock = (now, unix);
     }
 
@@ -232,7 +257,10 @@ impl Connection {
             date: encode::date_line(),
             date_second: 0,
             ok_head: Vec::new(),
-            clock: (now, unix_time(std::time::SystemTime::now())),
+            // The first read reads the wall clock.
+            next_second: now,
+            wall: (now, std::time::Duration::ZERO),
+            clock: (now, std::time::Duration::ZERO),
             h2: None,
             h2_stream: false,
             sniffing: false,

@@ -127,7 +127,7 @@ impl Connection {
                 return Ok(());
             }
             let now = Instant::now();
-            this.set_clock(now, std::time::SystemTime::now());
+            this.set_clock(now);
             if let (Some(lp), Some(marker)) = (&this.event_loop, &this.end_iteration) {
                 let overload = &this.disp.overload;
                 let mut since = overload.iteration_start(py, now, lp, marker);

@@ -63,7 +63,7 @@ impl Completion {
         let mut unsent = None;
         Connection::with_borrow_later(conn, |this, py| {
             this.core.handler_done();
-            this.set_clock(std::time::Instant::now(), std::time::SystemTime::now());
+            this.set_clock(std::time::Instant::now());
             if this.core.closed {
                 // The client left first: a streamed answer is told it will never start.
                 unsent = outcome
