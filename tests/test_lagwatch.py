@@ -34,6 +34,12 @@ def watch_threads() -> int:
     return names.count("veter-lag-watch")
 
 
+def wchan(tid: int) -> str:
+    """Where the thread sleeps in the kernel ("do_epoll_wait"), or "0"."""
+    with open(f"/proc/self/task/{tid}/wchan") as file:
+        return file.read()
+
+
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/task/<tid>/syscall")
 
 
@@ -59,13 +65,29 @@ def thread_doing(work: Callable[[threading.Event], None]) -> Iterator[int]:
         thread.join(5)
 
 
-def waiting_in_epoll(stop: threading.Event) -> None:
-    poller = select.epoll()
+@contextmanager
+def waiting_in_epoll() -> Iterator[int]:
+    """A thread waiting in epoll_wait until the context ends (an idle loop); its id."""
+    wake_r, wake_w = os.pipe()
+
+    def wait(stop: threading.Event) -> None:
+        poller = select.epoll()
+        poller.register(wake_r, select.EPOLLIN)
+        try:
+            poller.poll()  # until woken: never out of the wait while watched
+        finally:
+            poller.close()
+
     try:
-        while not stop.is_set():
-            poller.poll(0.05)
+        with thread_doing(wait) as tid:
+            try:
+                wait_until(lambda: "epoll" in wchan(tid), timeout=5)
+                yield tid
+            finally:
+                os.write(wake_w, b"x")
     finally:
-        poller.close()
+        os.close(wake_r)
+        os.close(wake_w)
 
 
 def sleeping(stop: threading.Event) -> None:
@@ -76,7 +98,7 @@ def sleeping(stop: threading.Event) -> None:
 @linux_only
 def test_an_idle_loop_is_neither_asked_nor_reported() -> None:
     stalls: list[float] = []
-    with thread_doing(waiting_in_epoll) as tid:
+    with waiting_in_epoll() as tid:
         watch = LagWatch(0.1, 0.02, tid, stalls.append)
         try:
             time.sleep(0.4)  # twenty periods of watching an idle thread

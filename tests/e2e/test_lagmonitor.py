@@ -87,7 +87,9 @@ def test_an_idle_server_is_not_woken_by_the_monitor(serve: Serve) -> None:
         read_responses(sock, 1)
     before = monitor.watch.pings
     time.sleep(0.5)  # twenty watchdog periods of an idle loop
-    assert monitor.watch.pings == before
+    # A look that falls while the loop runs its own tick asks it once (a rare
+    # coincidence); looking at an idle loop it cannot see waiting asks every period.
+    assert monitor.watch.pings - before <= 2
     assert monitor.stalls == 0
 
 
