@@ -128,6 +128,19 @@ fn malformed_requests() {
         (with(&[("x", "a\0b")]), "forbidden byte in a value"),
         (with(&[("x", "a\rb")]), "forbidden byte in a value"),
         (with(&[("x", "a\nb")]), "forbidden byte in a value"),
+        // Values of 32 bytes and more are searched another way (`check_value`).
+        (
+            with(&[("x", "0123456789abcdef0123456789abcdef\0")]),
+            "forbidden byte in a value",
+        ),
+        (
+            with(&[("x", "0123456789abcdef0123456789abcdef\r1")]),
+            "forbidden byte in a value",
+        ),
+        (
+            with(&[("x", "0123456789abcdef0123456789abcde\n")]),
+            "forbidden byte in a value",
+        ),
         (with(&[("x", " a")]), "whitespace around a value"),
         (with(&[("x", "a\t")]), "whitespace around a value"),
         (with(&[("content-length", "1x")]), "bad content-length"),
