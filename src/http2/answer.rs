@@ -102,6 +102,7 @@ impl Found {
     }
 
     /// A field with its value at `value` in `head`, as its role says.
+    #[inline]
     fn add(
         &mut self,
         name: Name,
@@ -581,11 +582,24 @@ fn status_of(line: &[u8]) -> Result<u16, Malformed> {
     }
 }
 
+/// A content-length's value as `str::parse::<u64>` reads it (an optional `+`, then
+/// digits, no overflow), read from the bytes without a UTF-8 check first (that
+/// check and the parse cost ~70 instructions per answer).
 fn number(value: &[u8]) -> Result<u64, Malformed> {
-    std::str::from_utf8(value)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .ok_or(Malformed("a content-length that is not a number"))
+    const NOT_A_NUMBER: Malformed = Malformed("a content-length that is not a number");
+    let digits = value.strip_prefix(b"+").unwrap_or(value);
+    if digits.is_empty() {
+        return Err(NOT_A_NUMBER);
+    }
+    digits.iter().try_fold(0u64, |n, &d| {
+        if d.is_ascii_digit() {
+            n.checked_mul(10)
+                .and_then(|n| n.checked_add(u64::from(d - b'0')))
+                .ok_or(NOT_A_NUMBER)
+        } else {
+            Err(NOT_A_NUMBER)
+        }
+    })
 }
 
 #[cfg(test)]

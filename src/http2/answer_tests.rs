@@ -206,6 +206,35 @@ fn what_veter_never_writes_is_malformed() {
     }
 }
 
+/// A content-length is read as `str::parse::<u64>` reads it, without the UTF-8
+/// check `number` leaves out.
+#[test]
+fn a_content_length_reads_as_a_parsed_number() {
+    let max = u64::MAX.to_string();
+    let over = "18446744073709551616";
+    for value in [
+        "0",
+        "13",
+        "+7",
+        "0013",
+        "",
+        "+",
+        "-1",
+        "1 ",
+        " 1",
+        "1a",
+        "++1",
+        "\u{e9}",
+        &max,
+        over,
+        "00000000000000000000000042",
+    ] {
+        let want = value.parse::<u64>().ok();
+        assert_eq!(number(value.as_bytes()).ok(), want, "{value:?}");
+    }
+    assert!(number(b"1\xff").is_err());
+}
+
 mod records {
     use super::*;
     use crate::http1::encode::{encode_response, Common, DateLine, Framing, Parts};

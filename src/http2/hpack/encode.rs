@@ -26,7 +26,7 @@
 //! the start of the next block (`begin_block`): the smallest size since the last
 //! block, then the final one, so the peer evicts exactly what we evicted (4.2).
 
-use super::integer::{self, write_string};
+use super::integer::{self, write_string, write_string_resuming};
 use super::memo::{Kept, Memo};
 use super::table::{DynamicTable, DYNAMIC_START, ENTRY_OVERHEAD, STATIC};
 
@@ -138,10 +138,10 @@ impl Encoder {
     /// of an earlier block was the same (`memo.rs`), its bytes are copied.
     pub fn encode_at(&mut self, place: usize, name: &[u8], value: &[u8], out: &mut Vec<u8>) {
         debug_assert!(self.pending.is_none(), "begin_block was not called");
-        if let Some((bytes, then_value)) = self.memo.find(place, self.generation, name, value) {
+        if let Some((bytes, coder)) = self.memo.find(place, self.generation, name, value) {
             out.extend_from_slice(bytes);
-            if then_value {
-                write_string(value, out);
+            if let Some(coder) = coder {
+                write_string_resuming(value, coder, out);
             }
             return;
         }

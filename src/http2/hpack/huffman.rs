@@ -225,6 +225,121 @@ pub fn encode_short(src: &[u8], buf: &mut [u8; SHORT]) -> Option<usize> {
     Some(len + tail)
 }
 
+/// Source bytes between two of `Resumable`'s marks.
+const STRIDE: usize = 4;
+
+/// The coder's state after a multiple of `STRIDE` source bytes: the bits pending
+/// (fewer than 32, the low ones of `acc`: the bits above them are written already)
+/// and the bytes written.
+#[derive(Clone, Copy, Default)]
+struct Mark {
+    acc: u32,
+    bits: u8,
+    len: u8,
+}
+
+/// `encode_short` that remembers the last value it coded, its coding, and the
+/// coder's state every `STRIDE` bytes: the next value is coded from the last state
+/// the two share, not from its start. A request id is a fixed per-worker half and a
+/// counter, so consecutive ones share 28 of their 32 digits or more: 4 to code, not
+/// 32. The bytes are `encode_short`'s (the coder is the same, resumed where it was).
+pub struct Resumable {
+    src: [u8; SHORT],
+    src_len: usize,
+    out: [u8; SHORT],
+    marks: [Mark; SHORT / STRIDE],
+    /// Marks that hold for `src`'s first bytes (a coding given up stops them).
+    valid: usize,
+}
+
+impl Default for Resumable {
+    fn default() -> Self {
+        Resumable {
+            src: [0; SHORT],
+            src_len: 0,
+            out: [0; SHORT],
+            marks: [Mark::default(); SHORT / STRIDE],
+            valid: 0,
+        }
+    }
+}
+
+impl Resumable {
+    /// `encode_short(src)`'s coding (`src` is shorter than `SHORT`), or None when it
+    /// is not shorter than `src`.
+    pub fn encode(&mut self, src: &[u8]) -> Option<&[u8]> {
+        let limit = src.len();
+        let shared = shared_prefix(&self.src[..self.src_len], src);
+        let mut valid = (shared / STRIDE).min(self.valid);
+        let mark = if valid == 0 {
+            Mark::default()
+        } else {
+            self.marks[valid - 1]
+        };
+        let (mut acc, mut bits, mut len) = (
+            u64::from(mark.acc),
+            u32::from(mark.bits),
+            usize::from(mark.len),
+        );
+        self.src[..limit].copy_from_slice(src);
+        self.src_len = limit;
+        let mut rest = src[valid * STRIDE..].chunks(STRIDE);
+        for chunk in &mut rest {
+            for &b in chunk {
+                let (code, code_len) = CODES[usize::from(b)];
+                acc = (acc << code_len) | u64::from(code);
+                bits += u32::from(code_len);
+                if bits >= 32 {
+                    bits -= 32;
+                    if len + 4 >= limit {
+                        self.valid = valid;
+                        return None; // the coding is at least as long as `src`
+                    }
+                    #[allow(clippy::cast_possible_truncation)]
+                    // the 32 bits above the pending ones
+                    self.out[len..len + 4].copy_from_slice(&((acc >> bits) as u32).to_be_bytes());
+                    len += 4;
+                }
+            }
+            if chunk.len() == STRIDE {
+                #[allow(clippy::cast_possible_truncation)] // see `Mark`; len < SHORT
+                let mark = Mark {
+                    acc: acc as u32,
+                    bits: bits as u8,
+                    len: len as u8,
+                };
+                self.marks[valid] = mark;
+                valid += 1;
+            }
+        }
+        self.valid = valid;
+        // What is pending, padded with the most significant bits of EOS (ones).
+        let pad = bits.div_ceil(8) * 8 - bits;
+        let padded = (acc << pad) | ((1 << pad) - 1);
+        let tail = (bits + pad) as usize / 8;
+        if len + tail >= limit {
+            return None;
+        }
+        for (i, byte) in self.out[len..len + tail].iter_mut().enumerate() {
+            *byte = low_byte(padded >> ((tail - 1 - i) * 8));
+        }
+        Some(&self.out[..len + tail])
+    }
+}
+
+/// How many first bytes `a` and `b` share (eight at a time while they can).
+fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n && a[i..i + 8] == b[i..i + 8] {
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
 #[allow(clippy::cast_possible_truncation)] // truncation is the point
 fn low_byte(v: u64) -> u8 {
     v as u8

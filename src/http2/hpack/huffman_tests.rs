@@ -1,7 +1,7 @@
 //! Tests of the Huffman code table and coder.
 
 use super::super::Error;
-use super::{decode, encode, encode_short, encoded_len, CODES, SHORT};
+use super::{decode, encode, encode_short, encoded_len, Resumable, CODES, SHORT};
 
 /// Appendix B is a canonical Huffman code: sorted by (length, symbol), each code is
 /// the previous one plus one, shifted left by the growth in length. Checking that
@@ -82,6 +82,56 @@ fn a_short_coding_is_the_coding_when_it_is_shorter_and_none_otherwise() {
         if input.len() < SHORT && whole.len() < input.len() {
             assert!(matches!(short, Some(Some(_))), "{input:?}");
         }
+    }
+}
+
+/// One `Resumable` fed value after value writes what `encode_short` writes for
+/// each: request ids (a fixed half, a counter: most digits shared with the one
+/// before), values that part at every place, change length, or give the coding up
+/// part way (so that its marks stop short), in an order that mixes them.
+#[test]
+fn a_resumed_coding_is_the_short_coding() {
+    let mut values: Vec<Vec<u8>> = Vec::new();
+    for n in 0..300u64 {
+        values.push(format!("9f86d081884c7d65{n:016x}").into_bytes());
+    }
+    values.push(format!("9f86d081884c7d65{:016x}", u64::MAX).into_bytes());
+    values.push(b"0000000000000000ffffffffffffffff".to_vec());
+    let base: Vec<u8> = (0..SHORT - 1)
+        .map(|i| b"0123456789abcdef-~"[i * 7 % 18])
+        .collect();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for round in 0..3000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let len = usize::try_from(state % SHORT as u64).unwrap();
+        let mut v = base[..len].to_vec();
+        if len > 0 {
+            // A byte changed somewhere, sometimes to one whose code is long (a
+            // coding given up there or later).
+            let at = usize::try_from((state >> 8) % len as u64).unwrap();
+            v[at] = if round % 3 == 0 { 0x80 } else { b'a' };
+        }
+        values.push(v);
+        if round % 5 == 0 {
+            values.push(vec![0xff; len]);
+        }
+    }
+    // A coding given up part way (its marks past there are an older value's), then
+    // a value sharing more than that with it.
+    let given_up = [b"aaaa".as_slice(), &[0xff; 6]].concat();
+    values.extend([
+        vec![b'a'; 120],
+        given_up.clone(),
+        [given_up.as_slice(), &[b'a'; 100]].concat(),
+    ]);
+    let mut coder = Resumable::default();
+    for (i, value) in values.iter().enumerate() {
+        let mut buf = [0; SHORT];
+        let want = encode_short(value, &mut buf).map(|len| buf[..len].to_vec());
+        let got = coder.encode(value).map(<[u8]>::to_vec);
+        assert_eq!(got, want, "value {i}: {value:?}");
     }
 }
 

@@ -129,3 +129,19 @@ pub fn write_string(value: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(value);
     }
 }
+
+/// `write_string` with the coder of the value written last at this place (a
+/// request id shares most of its digits with the one before: `huffman::Resumable`);
+/// the same bytes.
+#[inline]
+pub fn write_string_resuming(value: &[u8], coder: &mut huffman::Resumable, out: &mut Vec<u8>) {
+    if value.len() >= 0x7f {
+        write_string(value, out);
+    } else if let Some(coded) = coder.encode(value) {
+        out.push(0x80 | low_byte(coded.len()));
+        out.extend_from_slice(coded);
+    } else {
+        out.push(low_byte(value.len()));
+        out.extend_from_slice(value);
+    }
+}

@@ -11,7 +11,9 @@
 //! - `Name`: the field was a literal left out of the table (without indexing, or
 //!   never indexed) whose name was an index, as chosen by its name alone
 //!   (`x-request-id`, `content-length`); the same name is written with the same
-//!   first bytes, then its new value as a string.
+//!   first bytes, then its new value as a string, Huffman-coded by the place's own
+//!   coder (`huffman::Resumable`): from where the last value it coded and this one
+//!   part, so a request id's digits shared with the one before are not coded again.
 //!
 //! Either is true only while the dynamic table is the one it was written against:
 //! each entry keeps the encoder's `generation`, which every change to the table
@@ -20,6 +22,8 @@
 //! the encoder chose for this table; only a `Name` literal may now skip a better
 //! encoding (its new value happens to be in the table whole), which costs bytes,
 //! never correctness: the table is left alone either way.
+
+use super::huffman::Resumable;
 
 /// Places kept: a response's fields past these are encoded as they come.
 pub(super) const PLACES: usize = 16;
@@ -39,6 +43,8 @@ struct Place {
     /// The bytes written: the whole field, or the literal's first bytes (its name).
     bytes: [u8; 4],
     len: u8,
+    /// For `Name`: the coder of the values written at this place (made on first use).
+    coder: Option<Box<Resumable>>,
 }
 
 #[derive(Default)]
@@ -47,25 +53,25 @@ pub(super) struct Memo {
 }
 
 impl Memo {
-    /// The bytes kept for `(name, value)` at `place`, and whether the value is still
-    /// to be written after them.
+    /// The bytes kept for `(name, value)` at `place`, and when the value is still to
+    /// be written after them, the place's coder to write it with.
     #[inline]
     pub(super) fn find(
-        &self,
+        &mut self,
         place: usize,
         generation: u64,
         name: &[u8],
         value: &[u8],
-    ) -> Option<(&[u8], bool)> {
-        let p = self.places.get(place)?;
+    ) -> Option<(&[u8], Option<&mut Resumable>)> {
+        let p = self.places.get_mut(place)?;
         if p.generation != generation || p.key[..p.name_len] != *name {
             return None;
         }
         let bytes = &p.bytes[..usize::from(p.len)];
         match p.kind {
-            Kept::Whole if p.key[p.name_len..] == *value => Some((bytes, false)),
+            Kept::Whole if p.key[p.name_len..] == *value => Some((bytes, None)),
             Kept::Whole => None,
-            Kept::Name => Some((bytes, true)),
+            Kept::Name => Some((bytes, Some(p.coder.get_or_insert_with(Box::default)))),
         }
     }
 
@@ -91,6 +97,7 @@ impl Memo {
                 name_len: 0,
                 bytes: [0; 4],
                 len: 0,
+                coder: None,
             });
         }
         let p = &mut self.places[place];
