@@ -22,6 +22,10 @@ use smallvec::SmallVec;
 
 use crate::http1::record;
 
+#[path = "answer_lines.rs"]
+mod lines;
+use lines::{number, status_of};
+
 /// One thing to send on the stream.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Piece<'a> {
@@ -560,46 +564,6 @@ impl Answer {
         self.state = State::Done;
         Ok(())
     }
-}
-
-fn status_of(line: &[u8]) -> Result<u16, Malformed> {
-    let code = line
-        .strip_prefix(b"HTTP/1.1 ")
-        .or_else(|| line.strip_prefix(b"HTTP/1.0 "))
-        .ok_or(Malformed("not an HTTP/1.1 status line"))?;
-    match code.get(..3) {
-        Some(digits) if digits.iter().all(u8::is_ascii_digit) => {
-            let n = digits
-                .iter()
-                .fold(0u16, |n, d| n * 10 + u16::from(d - b'0'));
-            if n >= 100 {
-                Ok(n)
-            } else {
-                Err(Malformed("a status under 100"))
-            }
-        }
-        _ => Err(Malformed("a status that is not three digits")),
-    }
-}
-
-/// A content-length's value as `str::parse::<u64>` reads it (an optional `+`, then
-/// digits, no overflow), read from the bytes without a UTF-8 check first (that
-/// check and the parse cost ~70 instructions per answer).
-fn number(value: &[u8]) -> Result<u64, Malformed> {
-    const NOT_A_NUMBER: Malformed = Malformed("a content-length that is not a number");
-    let digits = value.strip_prefix(b"+").unwrap_or(value);
-    if digits.is_empty() {
-        return Err(NOT_A_NUMBER);
-    }
-    digits.iter().try_fold(0u64, |n, &d| {
-        if d.is_ascii_digit() {
-            n.checked_mul(10)
-                .and_then(|n| n.checked_add(u64::from(d - b'0')))
-                .ok_or(NOT_A_NUMBER)
-        } else {
-            Err(NOT_A_NUMBER)
-        }
-    })
 }
 
 #[cfg(test)]
