@@ -118,10 +118,9 @@ pub struct Shared<C> {
     pub http1: bool,
     /// Clear-text HTTP/2 by `Upgrade: h2c` (with `http2`).
     pub h2c_upgrade: bool,
-    /// `set` and `reset` of `veter.context.request_var`, the request while its
-    /// handler runs.
-    pub request_var_set: Py<PyAny>,
-    pub request_var_reset: Py<PyAny>,
+    /// `veter.context.request_var` (a `ContextVar`): the request while its handler
+    /// runs (set and reset through `ffi::context_var`).
+    pub request_var: Py<PyAny>,
     /// Open connections served at once (0: no cap); the others wait unread.
     pub max_connections: usize,
     capacity_waiting: Mutex<VecDeque<(u64, C)>>,
@@ -254,8 +253,7 @@ impl<C: Handle> Shared<C> {
             h2c: config.h2c,
             http1: config.http1,
             h2c_upgrade: config.h2c_upgrade,
-            request_var_set: observe.request_var_set,
-            request_var_reset: observe.request_var_reset,
+            request_var: observe.request_var,
             max_connections: config.max_connections,
             capacity_waiting: Mutex::new(VecDeque::new()),
             requests_served: AtomicU64::new(0),
@@ -407,8 +405,7 @@ fn build_routes(py: Python<'_>, routes: Vec<RouteSpec>) -> PyResult<(Router, Vec
 struct Observe {
     request_ids: Option<RequestIds>,
     access: Option<AccessLog>,
-    request_var_set: Py<PyAny>,
-    request_var_reset: Py<PyAny>,
+    request_var: Py<PyAny>,
 }
 
 impl Observe {
@@ -429,8 +426,7 @@ impl Observe {
         Ok(Observe {
             request_ids: request_id_header.map(RequestIds::new),
             access,
-            request_var_set: request_var.getattr("set")?.unbind(),
-            request_var_reset: request_var.getattr("reset")?.unbind(),
+            request_var: request_var.unbind(),
         })
     }
 }

@@ -5,4 +5,5 @@
 //! where a callgrind A/B showed it pays.
 #![allow(unsafe_code)]
 
+pub mod context_var;
 pub mod iter_send;

@@ -21,6 +21,7 @@ use std::cell::RefCell;
 use pyo3::prelude::*;
 
 use super::Shared;
+use crate::ffi::context_var;
 use crate::request::Request;
 
 thread_local! {
@@ -36,7 +37,7 @@ pub fn inline_request(py: Python<'_>) -> Option<Py<Request>> {
 
 pub(super) enum CurrentRequest<'py> {
     Context {
-        reset: Bound<'py, PyAny>,
+        var: Bound<'py, PyAny>,
         token: Bound<'py, PyAny>,
     },
     /// Holds what the slot held before (a handler may run a nested dispatch, as
@@ -48,9 +49,10 @@ impl<'py> CurrentRequest<'py> {
     /// Sets the context variable (for a handler that becomes a task).
     pub(super) fn enter(disp: &Shared, request: &Bound<'py, Request>) -> PyResult<Self> {
         let py = request.py();
-        let token = disp.request_var_set.bind(py).call1((request,))?;
+        let var = disp.request_var.bind(py);
+        let token = context_var::set(var, request.as_any())?;
         Ok(CurrentRequest::Context {
-            reset: disp.request_var_reset.bind(py).clone(),
+            var: var.clone(),
             token,
         })
     }
@@ -78,12 +80,12 @@ impl<'py> CurrentRequest<'py> {
 impl Drop for CurrentRequest<'_> {
     fn drop(&mut self) {
         match self {
-            CurrentRequest::Context { reset, token } => {
+            CurrentRequest::Context { var, token } => {
                 // The token was made by `set` in this same context (nothing switches
                 // contexts between the two calls on this thread), so reset cannot
                 // fail in practice.
-                if let Err(err) = reset.call1((&*token,)) {
-                    err.print(reset.py());
+                if let Err(err) = context_var::reset(var, token) {
+                    err.print(var.py());
                 }
             }
             CurrentRequest::Inline(previous) => {

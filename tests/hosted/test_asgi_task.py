@@ -17,7 +17,7 @@ import pytest
 
 from tests.polling import eventually
 from tests.test_protocol import drive, get, parse_all
-from veter.context import current_request
+from veter.context import current_request, request_var
 from veter.hosted import AsgiApp
 
 _HEAD = [(b"content-type", b"text/plain")]
@@ -178,4 +178,32 @@ async def test_nothing_the_app_returns_yields_or_holds_is_kept() -> None:
     futures.append(asyncio.get_running_loop().create_future())
     counts = [sys.getrefcount(future) for future in futures]
     assert counts == [counts[-1]] * len(futures)
+    transport.close()
+
+
+async def test_the_request_in_the_context_leaves_no_reference() -> None:
+    # The core sets and resets `request_var` through the C API
+    # (src/ffi/context_var.rs): each token is released once (a token kept holds the
+    # variable, so its count would grow by one a request), and the request leaves
+    # the context that the core set it in.
+    requests: list[Any] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        requests.append(current_request())
+        await answer(send, "ok")
+
+    transport, conn = await drive(AsgiApp(app), get("/"))
+    assert await read(transport, 1) == ["ok"]
+    await eventually(lambda: not conn.in_flight)
+    gc.collect()
+    before = sys.getrefcount(request_var)  # the dispatcher holds it too
+    conn.data_received(get("/") * 50)
+    assert await read(transport, 51) == ["ok"] * 51
+    await eventually(lambda: not conn.in_flight)
+    gc.collect()
+    assert sys.getrefcount(request_var) == before
+    assert request_var.get(None) is None
+    assert len({id(request) for request in requests}) == 51
+    counts = [sys.getrefcount(request) for request in requests]
+    assert counts == [counts[0]] * len(counts)
     transport.close()
