@@ -42,7 +42,7 @@ pub(super) enum CurrentRequest<'py> {
     },
     /// Holds what the slot held before (a handler may run a nested dispatch, as
     /// the test client does in memory), put back by `Drop`.
-    Inline(Option<Py<Request>>),
+    Inline(Option<Py<Request>>, Python<'py>),
 }
 
 impl<'py> CurrentRequest<'py> {
@@ -73,7 +73,7 @@ impl<'py> CurrentRequest<'py> {
     /// Fills the thread's slot (for a plain `def` handler called inline).
     pub(super) fn inline(request: &Bound<'py, Request>) -> Self {
         let previous = INLINE.with(|slot| slot.replace(Some(request.clone().unbind())));
-        CurrentRequest::Inline(previous)
+        CurrentRequest::Inline(previous, request.py())
     }
 }
 
@@ -88,9 +88,12 @@ impl Drop for CurrentRequest<'_> {
                     err.print(var.py());
                 }
             }
-            CurrentRequest::Inline(previous) => {
+            CurrentRequest::Inline(previous, py) => {
                 let previous = previous.take();
-                INLINE.with(|slot| *slot.borrow_mut() = previous);
+                let ours = INLINE.with(|slot| slot.replace(previous));
+                // Dropped as `Bound`: a decref, without a `Py`'s thread-local check of
+                // whether the thread is attached (callgrind: docs/design.md).
+                drop(ours.map(|r| r.into_bound(*py)));
             }
         }
     }

@@ -154,7 +154,9 @@ impl Connection {
         } = call;
         // The one place a request object is made: a second one (for hosted apps) had
         // LLVM keep `Py::new` out of line, +15 instructions per request (callgrind).
-        let request = Py::new(
+        // Held as `Bound`: dropping it is a decref, where a `Py` first asks a
+        // thread-local whether the thread is attached (callgrind: docs/design.md).
+        let request = Bound::new(
             py,
             Request::new(
                 parts.take(),
@@ -168,36 +170,33 @@ impl Connection {
         let mut kwargs = path_params.or(extra);
         if let Some(asgi) = &disp.asgi {
             if disp.hosted.as_ref().is_some_and(|h| std::ptr::eq(h, route)) {
-                return self.call_asgi(py, disp, asgi, request, framing);
+                return self.call_asgi(py, disp, asgi, request.unbind(), framing);
             }
             if disp
                 .hosted_ws
                 .as_ref()
                 .is_some_and(|w| std::ptr::eq(w, route))
             {
-                kwargs = Some(self.websocket_scope(py, asgi, &request)?);
+                kwargs = Some(self.websocket_scope(py, asgi, request.as_unbound())?);
             }
         }
         // The handler sees this request (current.rs): in the context when it runs as a
         // task, in the thread's slot when a plain `def` handler runs inline.
-        let _current = CurrentRequest::for_handler(disp, route.is_async, request.bind(py))?;
+        let _current = CurrentRequest::for_handler(disp, route.is_async, &request)?;
         let measure = disp.overload.queue_timeout.is_some() && !route.is_async;
         if measure && disp.overload.saturated() {
             if let Some(run) = &disp.run_deferred {
                 // Saturated: read everything first, run this handler after (overload.rs),
                 // as a task that carries the request in its context.
-                let _in_task = CurrentRequest::enter(disp, request.bind(py))?;
+                let _in_task = CurrentRequest::enter(disp, &request)?;
                 let handler = route.handler.clone_ref(py);
-                return self.defer_handler(py, run, handler, request, kwargs, framing);
+                return self.defer_handler(py, run, handler, request.unbind(), kwargs, framing);
             }
         }
         let began = measure.then(Instant::now);
         let called = match &kwargs {
-            None => route.handler.bind(py).call1((request.clone_ref(py),)),
-            Some(kw) => route
-                .handler
-                .bind(py)
-                .call((request.clone_ref(py),), Some(kw)),
+            None => route.handler.bind(py).call1((&request,)),
+            Some(kw) => route.handler.bind(py).call((&request,), Some(kw)),
         };
         if let Some(began) = began {
             disp.overload.note_work(began.elapsed());
@@ -205,18 +204,18 @@ impl Connection {
         let result = match called {
             Ok(r) => r,
             Err(err) => {
-                self.emit_error(py, &request, err, framing);
+                self.emit_error(py, request.as_unbound(), err, framing);
                 return Ok(());
             }
         };
         if route.is_async {
-            self.start_task(py, &result, request, framing, true)
+            self.start_task(py, &result, request.unbind(), framing, true)
         } else if is_coroutine(&result) {
             // A `def` handler that returned an awaitable: its task gets the context.
-            let _in_task = CurrentRequest::enter(disp, request.bind(py))?;
-            self.start_task(py, &result, request, framing, true)
+            let _in_task = CurrentRequest::enter(disp, &request)?;
+            self.start_task(py, &result, request.unbind(), framing, true)
         } else {
-            self.emit_result(py, &request, &result, framing);
+            self.emit_result(py, request.as_unbound(), &result, framing);
             Ok(())
         }
     }
