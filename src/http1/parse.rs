@@ -344,6 +344,23 @@ fn at_cr(line: &[u8], cr: usize) -> AtCr {
     }
 }
 
+/// `HTTP/1.1\r\n` or `HTTP/1.0\r\n` (10 bytes), read as one word and the CRLF: two
+/// compares instead of a byte-wise match of both strings (~15 instructions less per
+/// request, callgrind).
+fn known_version(ten: &[u8]) -> Option<Version> {
+    const HTTP11: u64 = u64::from_le_bytes(*b"HTTP/1.1");
+    const HTTP10: u64 = u64::from_le_bytes(*b"HTTP/1.0");
+    let (word, crlf) = ten.split_first_chunk::<8>()?;
+    if crlf != b"\r\n" {
+        return None;
+    }
+    match u64::from_le_bytes(*word) {
+        HTTP11 => Some(Version::Http11),
+        HTTP10 => Some(Version::Http10),
+        _ => None,
+    }
+}
+
 /// `method SP request-target SP HTTP-version CRLF` from `start`, in one pass: each
 /// part is scanned with its byte class and must stop at the byte the grammar expects
 /// next. Running out of bytes mid-line is `Ok(None)`, unless the window stopped at
@@ -404,11 +421,9 @@ fn parse_request_line(
     // The two versions clients send, with their CRLF, as one compare each: the
     // same verdict the scan below gives these bytes (all of them TARGET bytes up
     // to a CR, a known version, then LF), and within the line's limit (`line`).
-    let known = match line.get(version_start..version_start + 10) {
-        Some(b"HTTP/1.1\r\n") => Some(Version::Http11),
-        Some(b"HTTP/1.0\r\n") => Some(Version::Http10),
-        _ => None,
-    };
+    let known = line
+        .get(version_start..version_start + 10)
+        .and_then(known_version);
     if let Some(version) = known {
         check_target_form(&buf[start..method_end], &buf[target_start..target_end])?;
         return Ok(Some(RequestLine {
