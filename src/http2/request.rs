@@ -15,6 +15,8 @@
 //! A head keeps all its bytes in one buffer and the fields as ranges into it:
 //! two allocations per request, not one per field.
 
+use super::hpack::Origin;
+use super::hpack::STATIC;
 use super::stream::Fields;
 
 /// A byte range into `RequestHead::buf`.
@@ -138,42 +140,61 @@ impl RequestBuilder {
     }
 
     pub fn field(&mut self, name: &[u8], value: &[u8]) {
-        if self.error.is_none() {
-            if let Err(e) = self.check(name, value) {
-                self.error = Some(e);
+        self.decoded(name, value, Origin::Other);
+    }
+
+    /// `field`, with what the decoder knows of it: a static entry's name skips
+    /// the name's checks and look-ups (`ROLES`), a whole static entry the
+    /// value's too. The same verdicts as `field` (tested on every entry).
+    #[inline]
+    pub fn decoded(&mut self, name: &[u8], value: &[u8], origin: Origin) {
+        if self.error.is_some() {
+            return;
+        }
+        let checked = match origin {
+            Origin::Static(i) => self.with_role(ROLES[usize::from(i)], name, value),
+            Origin::StaticName(i) => {
+                check_value(value).and_then(|()| self.with_role(ROLES[usize::from(i)], name, value))
             }
+            Origin::Other => self.check(name, value),
+        };
+        if let Err(e) = checked {
+            self.error = Some(e);
         }
     }
 
     fn check(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
         check_value(value)?;
         if name.first() == Some(&b':') {
-            return self.pseudo(name, value);
+            let role = match name {
+                b":method" => Role::Method,
+                b":scheme" => Role::Scheme,
+                b":authority" => Role::Authority,
+                b":path" => Role::Path,
+                b":protocol" => Role::Protocol,
+                _ => Role::UnknownPseudo,
+            };
+            return self.with_role(role, name, value);
         }
         check_regular(name, value)?;
-        self.regular_seen = true;
-        if name == b"content-length" {
-            let n = parse_length(value)?;
-            if self.head.content_length.is_some_and(|m| m != n) {
-                return Err("content-length values differ");
-            }
-            self.head.content_length = Some(n);
-        }
-        let n = self.head.push(name);
-        let v = self.head.push(value);
-        if name == b"host" {
-            self.host = Some(v);
-        }
-        self.head.fields.push((n, v));
-        Ok(())
+        let role = match name {
+            b"content-length" => Role::ContentLength,
+            b"host" => Role::Host,
+            _ => Role::Regular,
+        };
+        self.with_role(role, name, value)
     }
 
-    fn pseudo(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
-        if self.regular_seen {
-            return Err("pseudo-header after a regular field");
-        }
-        let slot = match name {
-            b":method" => {
+    /// The rest of the checks, once the value's bytes and a regular name's are
+    /// known to be allowed.
+    fn with_role(&mut self, role: Role, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
+        let slot = match role {
+            Role::Regular | Role::ContentLength | Role::Host => {
+                return self.regular(role, name, value);
+            }
+            Role::ConnectionSpecific => return Err("connection-specific field"),
+            _ if self.regular_seen => return Err("pseudo-header after a regular field"),
+            Role::Method => {
                 if self.has_method {
                     return Err("duplicate :method");
                 }
@@ -184,11 +205,11 @@ impl RequestBuilder {
                 self.head.method = self.head.push(value);
                 return Ok(());
             }
-            b":scheme" => &mut self.head.scheme,
-            b":authority" => &mut self.head.authority,
-            b":path" => &mut self.head.path,
-            b":protocol" if self.connect_protocol => &mut self.head.protocol,
-            _ => return Err("unknown pseudo-header"),
+            Role::Scheme => &mut self.head.scheme,
+            Role::Authority => &mut self.head.authority,
+            Role::Path => &mut self.head.path,
+            Role::Protocol if self.connect_protocol => &mut self.head.protocol,
+            Role::Protocol | Role::UnknownPseudo => return Err("unknown pseudo-header"),
         };
         if slot.is_some() {
             return Err("duplicate pseudo-header");
@@ -199,6 +220,24 @@ impl RequestBuilder {
             len: u32::try_from(value.len()).unwrap_or(0),
         });
         self.head.buf.extend_from_slice(value);
+        Ok(())
+    }
+
+    fn regular(&mut self, role: Role, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
+        self.regular_seen = true;
+        if role == Role::ContentLength {
+            let n = parse_length(value)?;
+            if self.head.content_length.is_some_and(|m| m != n) {
+                return Err("content-length values differ");
+            }
+            self.head.content_length = Some(n);
+        }
+        let n = self.head.push(name);
+        let v = self.head.push(value);
+        if role == Role::Host {
+            self.host = Some(v);
+        }
+        self.head.fields.push((n, v));
         Ok(())
     }
 
@@ -274,6 +313,81 @@ impl TrailersBuilder {
             None => Ok(self.fields),
         }
     }
+}
+
+/// What a field's name makes it, for the checks that depend on the name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Method,
+    Scheme,
+    Authority,
+    Path,
+    Protocol,
+    /// `:status`, or a name no request has.
+    UnknownPseudo,
+    /// A regular field section 8.2.2 forbids (the static table has only
+    /// `transfer-encoding`; `te` is not in it).
+    ConnectionSpecific,
+    ContentLength,
+    Host,
+    Regular,
+}
+
+/// The role of each static entry's name, by index (0 unused): what `check`
+/// finds for it, decided once at compile time. Every static name is a
+/// lowercase token (`static_names_are_tokens` in the tests).
+static ROLES: [Role; 62] = static_roles();
+
+const fn static_roles() -> [Role; 62] {
+    let mut roles = [Role::Regular; 62];
+    let mut i = 1;
+    while i < 62 {
+        let name = STATIC[i - 1].0;
+        roles[i] = if const_eq(name, b":method") {
+            Role::Method
+        } else if const_eq(name, b":scheme") {
+            Role::Scheme
+        } else if const_eq(name, b":authority") {
+            Role::Authority
+        } else if const_eq(name, b":path") {
+            Role::Path
+        } else if const_eq(name, b":protocol") {
+            Role::Protocol
+        } else if name[0] == b':' {
+            Role::UnknownPseudo
+        } else if const_eq(name, b"connection")
+            || const_eq(name, b"keep-alive")
+            || const_eq(name, b"proxy-connection")
+            || const_eq(name, b"transfer-encoding")
+            || const_eq(name, b"upgrade")
+        {
+            Role::ConnectionSpecific
+        } else if const_eq(name, b"te") {
+            panic!("te would need its value checked");
+        } else if const_eq(name, b"content-length") {
+            Role::ContentLength
+        } else if const_eq(name, b"host") {
+            Role::Host
+        } else {
+            Role::Regular
+        };
+        i += 1;
+    }
+    roles
+}
+
+const fn const_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// A regular field's name and the fields HTTP/2 forbids (section 8.2).

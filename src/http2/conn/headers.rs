@@ -145,7 +145,9 @@ impl Connection {
                     self.spare_heads.pop(),
                     self.config.enable_connect_protocol,
                 );
-                let decoded = self.decoder.decode(block, max, |n, v| request.field(n, v));
+                let decoded = self
+                    .decoder
+                    .decode_with_origin(block, max, |n, v, o| request.decoded(n, v, o));
                 let mut stream = Stream::new(
                     self.peer.initial_window_size,
                     self.local_window(),

@@ -23,10 +23,25 @@ pub struct Decoder {
     value_buf: Vec<u8>,
 }
 
+/// What the decoder knows of a field from where it found it, so that a caller's
+/// checks can skip what the static table already answers (its names are
+/// lowercase tokens; its values hold no NUL, CR or LF, nor whitespace at either
+/// end). Dynamic entries come from the peer and are known to be nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Name and value are static entry `index` (1 to 61), indexed whole.
+    Static(u8),
+    /// The name is static entry `index`'s; the value came in the block.
+    StaticName(u8),
+    /// A literal name, or a dynamic entry's.
+    Other,
+}
+
 /// Where a literal field's name is.
 #[derive(Clone, Copy)]
 enum Name {
-    Static(&'static [u8]),
+    /// Static entry `index`, and its name.
+    Static(u8, &'static [u8]),
     /// Dynamic entry, 0 the newest.
     Dynamic(usize),
     Literal(Str),
@@ -85,6 +100,16 @@ impl Decoder {
         max_list_size: usize,
         mut emit: impl FnMut(&[u8], &[u8]),
     ) -> Result<(), Error> {
+        self.decode_with_origin(block, max_list_size, |n, v, _| emit(n, v))
+    }
+
+    /// `decode`, telling `emit` where each field came from (`Origin`).
+    pub fn decode_with_origin(
+        &mut self,
+        block: &[u8],
+        max_list_size: usize,
+        mut emit: impl FnMut(&[u8], &[u8], Origin),
+    ) -> Result<(), Error> {
         let mut pos = 0;
         let mut list_size = 0usize;
         let mut field_seen = false;
@@ -116,7 +141,12 @@ impl Decoder {
                 let (name, value) = table::lookup(&self.table, index).ok_or(Error::Index)?;
                 list_size = list_size.saturating_add(name.len() + value.len() + ENTRY_OVERHEAD);
                 if list_size <= max_list_size {
-                    emit(name, value);
+                    let origin = if index < table::DYNAMIC_START {
+                        Origin::Static(low_byte(index))
+                    } else {
+                        Origin::Other
+                    };
+                    emit(name, value, origin);
                 }
                 continue;
             }
@@ -130,7 +160,7 @@ impl Decoder {
                     pos = next;
                     Name::Literal(name)
                 }
-                i if i < table::DYNAMIC_START => Name::Static(STATIC[i - 1].0),
+                i if i < table::DYNAMIC_START => Name::Static(low_byte(i), STATIC[i - 1].0),
                 i => {
                     let i = i - table::DYNAMIC_START;
                     if i >= self.table.len() {
@@ -142,21 +172,21 @@ impl Decoder {
             let (value, next) = read_string(block, pos, &mut self.value_buf)?;
             pos = next;
             let value = value.get(block, &self.value_buf);
-            let name_bytes = match name {
-                Name::Static(bytes) => bytes,
-                Name::Dynamic(i) => self.table.get(i).map_or(&[][..], |(n, _)| n),
-                Name::Literal(s) => s.get(block, &self.name_buf),
+            let (name_bytes, origin) = match name {
+                Name::Static(i, bytes) => (bytes, Origin::StaticName(i)),
+                Name::Dynamic(i) => (self.table.get(i).map_or(&[][..], |(n, _)| n), Origin::Other),
+                Name::Literal(s) => (s.get(block, &self.name_buf), Origin::Other),
             };
             list_size = list_size.saturating_add(name_bytes.len() + value.len() + ENTRY_OVERHEAD);
             if list_size <= max_list_size {
-                emit(name_bytes, value);
+                emit(name_bytes, value, origin);
             }
             if indexing {
                 match name {
                     Name::Dynamic(i) => {
                         self.table.insert_with_name_of(i, value);
                     }
-                    Name::Static(bytes) => {
+                    Name::Static(_, bytes) => {
                         self.table.insert(bytes, value);
                     }
                     Name::Literal(s) => {
@@ -171,4 +201,9 @@ impl Decoder {
             Ok(())
         }
     }
+}
+
+#[allow(clippy::cast_possible_truncation)] // callers pass static indices, below 62
+fn low_byte(i: usize) -> u8 {
+    i as u8
 }

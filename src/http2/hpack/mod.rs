@@ -31,8 +31,9 @@ mod integer;
 mod memo;
 mod table;
 
-pub use decode::Decoder;
+pub use decode::{Decoder, Origin};
 pub use encode::Encoder;
+pub use table::STATIC;
 
 use std::fmt;
 
