@@ -39,6 +39,7 @@ __all__ = [
     "Connection",
     "Dispatcher",
     "Http2Session",
+    "LagWatch",
     "LogFile",
     "QueryPick",
     "Ready",
