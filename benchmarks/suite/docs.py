@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shlex
 import subprocess
 from pathlib import Path
 from types import ModuleType
@@ -69,7 +70,7 @@ def _older_code(commit: str) -> str:
         return f"**Code of the run unknown here.** veter {commit} is not in this clone's history.\n"
     return (
         f"**Older code.** This run measured veter {rev}; the engine or the package changed "
-        f"since (`git diff {rev} HEAD -- {' '.join(MEASURED)}`), so these figures are of "
+        f"since (`git diff {rev} HEAD -- {shlex.join(MEASURED)}`), so these figures are of "
         f"{rev}, not of the current code, until `make bench SCENARIO=<name>` runs again.\n"
     )
 
