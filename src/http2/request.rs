@@ -16,7 +16,7 @@
 //! two allocations per request, not one per field.
 
 use super::hpack::Origin;
-use super::hpack::STATIC;
+use super::hpack::{bytes_eq, STATIC};
 use super::stream::Fields;
 
 /// A byte range into `RequestHead::buf`.
@@ -343,30 +343,30 @@ const fn static_roles() -> [Role; 62] {
     let mut i = 1;
     while i < 62 {
         let name = STATIC[i - 1].0;
-        roles[i] = if const_eq(name, b":method") {
+        roles[i] = if bytes_eq(name, b":method") {
             Role::Method
-        } else if const_eq(name, b":scheme") {
+        } else if bytes_eq(name, b":scheme") {
             Role::Scheme
-        } else if const_eq(name, b":authority") {
+        } else if bytes_eq(name, b":authority") {
             Role::Authority
-        } else if const_eq(name, b":path") {
+        } else if bytes_eq(name, b":path") {
             Role::Path
-        } else if const_eq(name, b":protocol") {
+        } else if bytes_eq(name, b":protocol") {
             Role::Protocol
         } else if name[0] == b':' {
             Role::UnknownPseudo
-        } else if const_eq(name, b"connection")
-            || const_eq(name, b"keep-alive")
-            || const_eq(name, b"proxy-connection")
-            || const_eq(name, b"transfer-encoding")
-            || const_eq(name, b"upgrade")
+        } else if bytes_eq(name, b"connection")
+            || bytes_eq(name, b"keep-alive")
+            || bytes_eq(name, b"proxy-connection")
+            || bytes_eq(name, b"transfer-encoding")
+            || bytes_eq(name, b"upgrade")
         {
             Role::ConnectionSpecific
-        } else if const_eq(name, b"te") {
+        } else if bytes_eq(name, b"te") {
             panic!("te would need its value checked");
-        } else if const_eq(name, b"content-length") {
+        } else if bytes_eq(name, b"content-length") {
             Role::ContentLength
-        } else if const_eq(name, b"host") {
+        } else if bytes_eq(name, b"host") {
             Role::Host
         } else {
             Role::Regular
@@ -374,20 +374,6 @@ const fn static_roles() -> [Role; 62] {
         i += 1;
     }
     roles
-}
-
-const fn const_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 /// A regular field's name and the fields HTTP/2 forbids (section 8.2).

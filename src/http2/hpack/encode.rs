@@ -28,7 +28,7 @@
 
 use super::integer::{self, write_string, write_string_resuming};
 use super::memo::{Kept, Memo};
-use super::table::{DynamicTable, DYNAMIC_START, ENTRY_OVERHEAD, STATIC};
+use super::table::{bytes_eq, DynamicTable, DYNAMIC_START, ENTRY_OVERHEAD, STATIC};
 
 /// The table size both sides start with (RFC 9113 `SETTINGS_HEADER_TABLE_SIZE`).
 const DEFAULT_TABLE_SIZE: usize = 4096;
@@ -294,20 +294,6 @@ const fn name_slot(name: &[u8]) -> usize {
     (len * 31 + name[0] as usize * 7 + name[len / 2] as usize * 3 + name[len - 1] as usize) % SLOTS
 }
 
-const fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
 #[allow(clippy::cast_possible_truncation)] // static indices are 1..=61
 const fn build_static_names() -> [u8; SLOTS] {
     let mut slots = [0u8; SLOTS];
@@ -315,7 +301,7 @@ const fn build_static_names() -> [u8; SLOTS] {
     while i < STATIC.len() {
         let name = STATIC[i].0;
         // Only the first entry of each name goes in; the others follow it.
-        if i == 0 || !same(STATIC[i - 1].0, name) {
+        if i == 0 || !bytes_eq(STATIC[i - 1].0, name) {
             let mut slot = name_slot(name);
             while slots[slot] != 0 {
                 slot = (slot + 1) % SLOTS;

@@ -33,7 +33,7 @@ mod table;
 
 pub use decode::{Decoder, Origin};
 pub use encode::Encoder;
-pub use table::STATIC;
+pub use table::{bytes_eq, STATIC};
 
 use std::fmt;
 

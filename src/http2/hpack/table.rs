@@ -86,6 +86,22 @@ pub const STATIC: [(&[u8], &[u8]); 61] = [
 ];
 
 /// The first dynamic index.
+/// Byte-slice equality usable in constant evaluation (tables built at compile
+/// time compare field names with it).
+pub const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 pub const DYNAMIC_START: usize = STATIC.len() + 1;
 
 /// Where an entry's bytes are: `start` counts from the first byte ever appended.
