@@ -239,6 +239,7 @@ def h2load(
     warmup: float,
     body: Path | None = None,
     rps_per_client: int | None = None,
+    parts: int = 1,
 ) -> Metrics:
     """HTTP/2 (h2load, one thread): `clients` connections, up to `streams` concurrent
     streams on each, `warmup` seconds of load before a window of `seconds` that alone
@@ -247,7 +248,57 @@ def h2load(
     with `rps_per_client`, each connection starts that many requests per second (a
     fixed rate) instead of as many as it can. Every request that did not succeed (a
     non-2xx status, a stream or connection error, a timeout) is counted, and a run
-    with any is returned as an error, not as a rate."""
+    with any is returned as an error, not as a rate.
+
+    With `parts` > 1 the window is cut into that many equal windows, each its own h2load
+    run on new connections with its own warm-up, back to back: no connection carries
+    more than one part's requests (for servers that end a connection after a fixed
+    count of streams, which h2load does not reconnect after). The rate is the parts'
+    answers over their windows, the latencies those of every part's requests, and the
+    first part that fails fails the whole."""
+    merged: Metrics = {}
+    durations: list[int] = []
+    window = seconds / parts
+    for _ in range(parts):
+        metrics = _h2load_once(url, clients, streams, window, warmup, body, rps_per_client, durations)
+        if "error" in metrics:
+            return metrics
+        _merge(merged, metrics)
+    merged["rps"] = sum(merged.pop("part_rps")) / parts
+    merged["loadgen_cpu_share"] = max(merged.pop("part_loadgen_cpu_share"))
+    merged.update(_latency(sorted(durations)))
+    if parts > 1:
+        merged["parts"] = parts
+        merged["latency_mean_ms"] = sum(durations) / len(durations) / 1000 if durations else None
+    return merged
+
+
+_SUMMED = ("requests", "started", "succeeded", "non_2xx", "errored", "timeout", "errors")
+
+
+def _merge(merged: Metrics, part: Metrics) -> None:
+    """Fold one part's metrics into `merged`: counts add up, the rate and the load
+    generator's share are kept per part, the rest is the first part's."""
+    for key, value in part.items():
+        if key in _SUMMED:
+            merged[key] = merged.get(key, 0) + value
+        elif key in ("rps", "loadgen_cpu_share"):
+            merged.setdefault(f"part_{key}", []).append(value if value is not None else 0.0)
+        else:
+            merged.setdefault(key, value)
+
+
+def _h2load_once(
+    url: str,
+    clients: int,
+    streams: int,
+    seconds: float,
+    warmup: float,
+    body: Path | None,
+    rps_per_client: int | None,
+    durations: list[int],
+) -> Metrics:
+    """One h2load run (see `h2load`); its successful requests' durations go to `durations`."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "requests.tsv"
         argv = [str(paths.H2LOAD), "-t1", f"-c{clients}", f"-m{streams}", "-D", _ms(seconds)]
@@ -271,7 +322,7 @@ def h2load(
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         metrics = parse_h2load(out.stdout, out.stderr, command, expected=_h2_protocol(url))
         if "error" not in metrics:
-            metrics.update(_h2_latency(log))
+            durations += _h2_durations(log)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         metrics["loadgen_cpu_share"] = cpu / wall if wall else None
     return metrics
@@ -331,16 +382,20 @@ def parse_h2load(stdout: str, stderr: str, command: str, expected: str) -> Metri
     return metrics
 
 
-def _h2_latency(log: Path) -> Metrics:
-    """p50, p99 and max of the successful requests from h2load's per-request log
-    (start time, status, microseconds to the end of the response)."""
+def _h2_durations(log: Path) -> list[int]:
+    """Microseconds to the end of the response of each successful request in h2load's
+    per-request log (start time, status, duration)."""
     durations = []
     with log.open() as rows:
         for row in rows:
             _, status, micros = row.split("\t", 2)
             if status.startswith("2"):
                 durations.append(int(micros))
-    durations.sort()
+    return durations
+
+
+def _latency(durations: list[int]) -> Metrics:
+    """p50, p99 and max, in ms, of sorted durations in microseconds."""
     out: Metrics = {}
     for name, q in (("p50", 0.5), ("p99", 0.99)):
         got = _quantile(durations, q)
