@@ -190,15 +190,15 @@ struct Rare {
 }
 
 impl Rare {
-    fn new() -> Box<Self> {
-        Box::new(Rare {
+    fn new() -> Self {
+        Rare {
             method_str: PyOnceLock::new(),
             path_str: PyOnceLock::new(),
             headers_obj: PyOnceLock::new(),
             cookies_obj: PyOnceLock::new(),
             state_obj: PyOnceLock::new(),
             form_obj: PyOnceLock::new(),
-        })
+        }
     }
 }
 
@@ -238,8 +238,16 @@ impl Request {
         }
     }
 
+    /// Whether this request's object may take the next request in (its connection
+    /// keeps it, `ffi/request_reuse.rs`): not when it holds a form (its files are
+    /// closed when the request is dropped, not at the next request) or a body read
+    /// across reads (kept until then, it could be large).
+    pub fn reusable(&self, py: Python<'_>) -> bool {
+        self.rare.get(py).is_none() && !matches!(self.parts.body, Body::Owned(_) | Body::Stream(_))
+    }
+
     fn rare(&self, py: Python<'_>) -> &Rare {
-        self.rare.get_or_init(py, Rare::new)
+        self.rare.get_or_init(py, || Box::new(Rare::new()))
     }
 
     fn bytes<'a>(&'a self, py: Python<'a>) -> &'a [u8] {
