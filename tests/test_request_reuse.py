@@ -62,4 +62,3 @@ async def test_reuse_leaks_nothing() -> None:
     conn.connection_lost(None)
     del conn
     assert sys.getrefcount(data) == before
-
