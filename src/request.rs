@@ -19,6 +19,9 @@ use crate::proxy::Forwarded;
 use crate::pyrefs;
 use crate::query_pick::QueryPick;
 use crate::ready::{ready, Ready};
+use rare::Rare;
+
+mod rare;
 pub use crate::target::{percent_decode, split_target};
 
 /// What the server keeps about one request for its response: its id and when it
@@ -174,32 +177,6 @@ pub struct Request {
     query_obj: PyOnceLock<Py<PyAny>>,
     body_obj: PyOnceLock<Py<PyBytes>>,
     rare: PyOnceLock<Box<Rare>>,
-}
-
-/// The caches most requests never fill, allocated on the first access to any of
-/// them. Eight inline caches made the request ~500 bytes, each one moved into the
-/// object and checked again when it was dropped: callgrind counted the box's
-/// saving on a request that reads none of them (docs/design.md).
-struct Rare {
-    method_str: PyOnceLock<Py<PyString>>,
-    path_str: PyOnceLock<Py<PyString>>,
-    headers_obj: PyOnceLock<Py<PyAny>>,
-    cookies_obj: PyOnceLock<Py<PyAny>>,
-    state_obj: PyOnceLock<Py<PyAny>>,
-    form_obj: PyOnceLock<Py<PyAny>>,
-}
-
-impl Rare {
-    fn new() -> Self {
-        Rare {
-            method_str: PyOnceLock::new(),
-            path_str: PyOnceLock::new(),
-            headers_obj: PyOnceLock::new(),
-            cookies_obj: PyOnceLock::new(),
-            state_obj: PyOnceLock::new(),
-            form_obj: PyOnceLock::new(),
-        }
-    }
 }
 
 impl Drop for Request {
