@@ -103,6 +103,9 @@ pub struct Connection {
     plain_task_kwargs: Option<Py<PyDict>>,
     create_task: Option<Py<PyAny>>,
     client: Py<PyAny>,
+    /// The last request object, kept when its handler's answer left nobody else
+    /// holding it: the next request is written into it (`ffi/request_reuse.rs`).
+    spare: Option<Py<Request>>,
     /// The peer's address as the access log writes it (only when it is on).
     client_text: String,
     /// The peer is a trusted proxy: its requests' proxy headers are read (proxy.rs).
@@ -198,6 +201,7 @@ impl Connection {
             plain_task_kwargs: None,
             create_task: None,
             client: py.None(),
+            spare: None,
             client_text: String::new(),
             proxied: false,
             self_ref: None,

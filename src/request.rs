@@ -19,6 +19,9 @@ use crate::proxy::Forwarded;
 use crate::pyrefs;
 use crate::query_pick::QueryPick;
 use crate::ready::{ready, Ready};
+use rare::Rare;
+
+mod rare;
 pub use crate::target::{percent_decode, split_target};
 
 /// What the server keeps about one request for its response: its id and when it
@@ -169,21 +172,18 @@ pub struct Request {
     client: Py<PyAny>,
     app: Py<PyAny>,
     route: Option<Py<PyString>>,
-    method_str: PyOnceLock<Py<PyString>>,
-    path_str: PyOnceLock<Py<PyString>>,
-    headers_obj: PyOnceLock<Py<PyAny>>,
+    // The two caches the guard's scenarios read (`query_get`, `post1k`) stay inline;
+    // the rest wait behind one box (`Rare`).
     query_obj: PyOnceLock<Py<PyAny>>,
-    cookies_obj: PyOnceLock<Py<PyAny>>,
-    state_obj: PyOnceLock<Py<PyAny>>,
     body_obj: PyOnceLock<Py<PyBytes>>,
-    form_obj: PyOnceLock<Py<PyAny>>,
+    rare: PyOnceLock<Box<Rare>>,
 }
 
 impl Drop for Request {
     fn drop(&mut self) {
         // A form's files are closed when the request is done with: the disk space
         // of a spooled file is freed now, not whenever the collector gets to it.
-        if let Some(form) = self.form_obj.take() {
+        if let Some(form) = self.rare.get_mut().and_then(|rare| rare.form_obj.take()) {
             Python::attach(|py| {
                 if let Err(e) = form.bind(py).call_method0("_release") {
                     e.write_unraisable(py, None);
@@ -209,15 +209,22 @@ impl Request {
             client,
             app,
             route,
-            method_str: PyOnceLock::new(),
-            path_str: PyOnceLock::new(),
-            headers_obj: PyOnceLock::new(),
             query_obj: PyOnceLock::new(),
-            cookies_obj: PyOnceLock::new(),
-            state_obj: PyOnceLock::new(),
             body_obj: PyOnceLock::new(),
-            form_obj: PyOnceLock::new(),
+            rare: PyOnceLock::new(),
         }
+    }
+
+    /// Whether this request's object may take the next request in (its connection
+    /// keeps it, `ffi/request_reuse.rs`): not when it holds a form (its files are
+    /// closed when the request is dropped, not at the next request) or a body read
+    /// across reads (kept until then, it could be large).
+    pub fn reusable(&self, py: Python<'_>) -> bool {
+        self.rare.get(py).is_none() && !matches!(self.parts.body, Body::Owned(_) | Body::Stream(_))
+    }
+
+    fn rare(&self, py: Python<'_>) -> &Rare {
+        self.rare.get_or_init(py, || Box::new(Rare::new()))
     }
 
     fn bytes<'a>(&'a self, py: Python<'a>) -> &'a [u8] {
@@ -274,7 +281,8 @@ impl Request {
 impl Request {
     #[getter]
     fn method(&self, py: Python<'_>) -> Py<PyString> {
-        self.method_str
+        self.rare(py)
+            .method_str
             .get_or_init(py, || {
                 let m = &self.bytes(py)[self.parts.method.clone()];
                 PyString::new(py, std::str::from_utf8(m).unwrap_or("")).unbind()
@@ -285,7 +293,8 @@ impl Request {
     /// The percent-decoded path, without the query string.
     #[getter]
     fn path(&self, py: Python<'_>) -> Py<PyString> {
-        self.path_str
+        self.rare(py)
+            .path_str
             .get_or_init(py, || {
                 let raw = &self.bytes(py)[self.parts.path.clone()];
                 PyString::new(py, &percent_decode(raw)).unbind()
@@ -347,7 +356,8 @@ impl Request {
 
     #[getter]
     fn headers(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.headers_obj
+        self.rare(py)
+            .headers_obj
             .get_or_try_init(py, || {
                 let buf = self.bytes(py);
                 let list = PyList::empty(py);
@@ -365,7 +375,8 @@ impl Request {
 
     #[getter]
     fn cookies(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.cookies_obj
+        self.rare(py)
+            .cookies_obj
             .get_or_try_init(py, || {
                 let joined = self
                     .header_values(py, b"cookie")
@@ -500,7 +511,8 @@ impl Request {
 
     #[getter]
     fn state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.state_obj
+        self.rare(py)
+            .state_obj
             .get_or_try_init(py, || {
                 Ok::<_, PyErr>(pyrefs::get(py)?.state.bind(py).call0()?.unbind())
             })
@@ -530,7 +542,12 @@ impl Request {
     /// once: later calls give the same form.
     fn form(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        if let Some(form) = slf.borrow().form_obj.get(py) {
+        if let Some(form) = slf
+            .get()
+            .rare
+            .get(py)
+            .and_then(|rare| rare.form_obj.get(py))
+        {
             return Ok(ready(py, form.clone_ref(py))?.into_any());
         }
         Ok(py
@@ -542,7 +559,7 @@ impl Request {
 
     /// Keeps the form `read_form` made, for the next `form()`.
     fn _set_form(&self, py: Python<'_>, form: Py<PyAny>) {
-        let _ = self.form_obj.set(py, form);
+        let _ = self.rare(py).form_obj.set(py, form);
     }
 
     /// The body decoded with the Content-Type charset, utf-8 by default (awaitable).

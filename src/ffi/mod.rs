@@ -7,3 +7,4 @@
 
 pub mod context_var;
 pub mod iter_send;
+pub mod request_reuse;

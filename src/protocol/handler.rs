@@ -13,6 +13,7 @@ use super::current::CurrentRequest;
 use super::respond::{encode_error, encode_result, is_coroutine, Encoded};
 use super::Shared;
 use super::{stream, Completion, Connection, Running};
+use crate::ffi::request_reuse;
 use crate::http1::encode::{self, Framing};
 use crate::pyrefs;
 use crate::request::{self, Exchange, Request};
@@ -156,17 +157,18 @@ impl Connection {
         // LLVM keep `Py::new` out of line, +15 instructions per request (callgrind).
         // Held as `Bound`: dropping it is a decref, where a `Py` first asks a
         // thread-local whether the thread is attached (callgrind: docs/design.md).
-        let request = Bound::new(
-            py,
-            Request::new(
-                parts.take(),
-                exchange,
-                path_params.as_ref().map(|d| d.clone().unbind()),
-                self.client.clone_ref(py),
-                disp.app.clone_ref(py),
-                pattern,
-            ),
-        )?;
+        let value = Request::new(
+            parts.take(),
+            exchange,
+            path_params.as_ref().map(|d| d.clone().unbind()),
+            self.client.clone_ref(py),
+            disp.app.clone_ref(py),
+            pattern,
+        );
+        let request = match self.spare.take() {
+            Some(spare) => request_reuse::refill(spare.into_bound(py), value)?,
+            None => Bound::new(py, value)?,
+        };
         let mut kwargs = path_params.or(extra);
         if let Some(asgi) = &disp.asgi {
             if disp.hosted.as_ref().is_some_and(|h| std::ptr::eq(h, route)) {
@@ -182,7 +184,7 @@ impl Connection {
         }
         // The handler sees this request (current.rs): in the context when it runs as a
         // task, in the thread's slot when a plain `def` handler runs inline.
-        let _current = CurrentRequest::for_handler(disp, route.is_async, &request)?;
+        let current = CurrentRequest::for_handler(disp, route.is_async, &request)?;
         let measure = disp.overload.queue_timeout.is_some() && !route.is_async;
         if measure && disp.overload.saturated() {
             if let Some(run) = &disp.run_deferred {
@@ -216,6 +218,12 @@ impl Connection {
             self.start_task(py, &result, request.unbind(), framing, true)
         } else {
             self.emit_result(py, request.as_unbound(), &result, framing);
+            drop(current);
+            // Kept for the next request only when the answer left nobody else
+            // holding it (a handler that kept its request keeps it as it was).
+            if request_reuse::sole_reference(&request) && request.get().reusable(py) {
+                self.spare = Some(request.unbind());
+            }
             Ok(())
         }
     }

@@ -1,0 +1,64 @@
+"""A connection writes its next request into the last request object when nothing
+else holds it (src/ffi/request_reuse.rs): unobservable, and leak-free."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import veter
+from veter.testing import MemoryTransport
+
+
+def _get(target: str) -> bytes:
+    return f"GET {target} HTTP/1.1\r\nHost: t\r\n\r\n".encode()
+
+
+def _connection(app: veter.App) -> Any:
+    conn = app.build_dispatcher()()
+    conn.connection_made(MemoryTransport(conn, ("127.0.0.1", 1)))
+    return conn
+
+
+async def test_a_kept_request_stays_its_own() -> None:
+    app = veter.App()
+    seen: list[int] = []
+    kept: list[veter.Request] = []
+
+    @app.get("/")
+    def plain(request: veter.Request) -> str:
+        seen.append(id(request))
+        return "ok"
+
+    @app.get("/keep")
+    def keep(request: veter.Request) -> str:
+        seen.append(id(request))
+        kept.append(request)
+        return "kept"
+
+    conn = _connection(app)
+    for target in ("/", "/", "/keep?n=1", "/", "/?after=1"):
+        conn.data_received(_get(target))
+    # The first object took the next two requests (nothing else held it) ...
+    assert seen[0] == seen[1] == seen[2]
+    # ... and the handler that kept it keeps its request, not the next ones.
+    assert seen[3] != seen[2]
+    assert kept[0].target == "/keep?n=1"
+    assert kept[0].query_string == "n=1"
+    conn.connection_lost(None)
+
+
+async def test_reuse_leaks_nothing() -> None:
+    app = veter.App()
+    app.add_route("/", lambda request: "ok")
+    data = _get("/")
+    before = sys.getrefcount(data)
+    conn = _connection(app)
+    for _ in range(50):
+        conn.data_received(data)
+    # The kept object holds the last read, no more (a refill that did not drop
+    # the request it replaced would hold all 50).
+    assert sys.getrefcount(data) <= before + 1
+    conn.connection_lost(None)
+    del conn
+    assert sys.getrefcount(data) == before
