@@ -40,6 +40,10 @@ pub struct Exchange {
     pub secure: bool,
 }
 
+/// The largest read a kept request object may hold on to (`Request::reusable`): an
+/// idle keep-alive connection keeps at most this much of its last read alive.
+pub const SPARE_READ_BYTES: usize = 4096;
+
 /// `Exchange::route` when no route matched.
 pub const NO_ROUTE: usize = usize::MAX;
 
@@ -217,10 +221,13 @@ impl Request {
 
     /// Whether this request's object may take the next request in (its connection
     /// keeps it, `ffi/request_reuse.rs`): not when it holds a form (its files are
-    /// closed when the request is dropped, not at the next request) or a body read
-    /// across reads (kept until then, it could be large).
+    /// closed when the request is dropped, not at the next request), a body read
+    /// across reads, or a read over `SPARE_READ_BYTES` (each kept until the next
+    /// request, which may come late or never on an idle connection).
     pub fn reusable(&self, py: Python<'_>) -> bool {
-        self.rare.get(py).is_none() && !matches!(self.parts.body, Body::Owned(_) | Body::Stream(_))
+        self.rare.get(py).is_none()
+            && !matches!(self.parts.body, Body::Owned(_) | Body::Stream(_))
+            && self.parts.buf.bind(py).as_bytes().len() <= SPARE_READ_BYTES
     }
 
     fn rare(&self, py: Python<'_>) -> &Rare {

@@ -62,3 +62,28 @@ async def test_reuse_leaks_nothing() -> None:
     conn.connection_lost(None)
     del conn
     assert sys.getrefcount(data) == before
+
+
+async def test_a_large_read_is_not_kept() -> None:
+    app = veter.App()
+    seen: list[int] = []
+
+    @app.get("/")
+    def plain(request: veter.Request) -> str:
+        seen.append(id(request))
+        return "ok"
+
+    # One read over the 4 KiB a kept request may hold (src/request.rs,
+    # SPARE_READ_BYTES): an idle connection must not keep it alive.
+    big = f"GET / HTTP/1.1\r\nHost: t\r\nX-Pad: {'a' * 5000}\r\n\r\n".encode()
+    before = sys.getrefcount(big)
+    conn = _connection(app)
+    conn.data_received(big)
+    assert sys.getrefcount(big) == before
+    small = _get("/")
+    small_before = sys.getrefcount(small)
+    conn.data_received(small)
+    # A small read's request is kept as before (it holds the read).
+    assert sys.getrefcount(small) == small_before + 1
+    assert len(seen) == 2
+    conn.connection_lost(None)
