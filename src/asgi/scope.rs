@@ -30,7 +30,9 @@ pub struct Place<'a, 'py> {
 
 /// The dict every `http` scope of a worker is copied from: every key, in the order
 /// uvicorn gives them, with the values that never change (`type`, `asgi`,
-/// `root_path`, `extensions`) and None for the rest, which `http` overwrites.
+/// `root_path`, `extensions`), the most common ones of the rest (`method` GET,
+/// `query_string` empty: `http` does not store them again, ~100 instructions
+/// each), and None for what `http` always overwrites.
 pub fn template<'py>(py: Python<'py>, root_path: &str) -> PyResult<Bound<'py, PyDict>> {
     let scope = PyDict::new(py);
     let none = py.None();
@@ -42,15 +44,15 @@ pub fn template<'py>(py: Python<'py>, root_path: &str) -> PyResult<Bound<'py, Py
         Ok::<_, PyErr>(version.unbind())
     })?;
     scope.set_item(pyo3::intern!(py, "asgi"), version.bind(py))?;
+    scope.set_item(pyo3::intern!(py, "method"), method(py, b"GET"))?;
     for key in [
-        pyo3::intern!(py, "method"),
         pyo3::intern!(py, "scheme"),
         pyo3::intern!(py, "path"),
         pyo3::intern!(py, "raw_path"),
-        pyo3::intern!(py, "query_string"),
     ] {
         scope.set_item(key, &none)?;
     }
+    scope.set_item(pyo3::intern!(py, "query_string"), PyBytes::new(py, b""))?;
     scope.set_item(pyo3::intern!(py, "root_path"), root_path)?;
     for key in [
         pyo3::intern!(py, "headers"),
@@ -156,10 +158,11 @@ pub fn http<'py>(
         set_shared(py, &scope, parts.version, place)?;
         scope
     };
-    scope.set_item(
-        pyo3::intern!(py, "method"),
-        method(py, &head[parts.method.clone()]),
-    )?;
+    let raw_method = &head[parts.method.clone()];
+    if raw_method != b"GET" {
+        // (The template's is GET.)
+        scope.set_item(pyo3::intern!(py, "method"), method(py, raw_method))?;
+    }
     let raw_path = &head[parts.path.clone()];
     // uvicorn's way: root_path leads both path and raw_path.
     let path = percent_decode(raw_path);
@@ -177,7 +180,10 @@ pub fn http<'py>(
         scope.set_item(pyo3::intern!(py, "raw_path"), PyBytes::new(py, &full))?;
     }
     let query: &[u8] = parts.query.clone().map_or(b"", |q| &head[q]);
-    scope.set_item(pyo3::intern!(py, "query_string"), PyBytes::new(py, query))?;
+    if !query.is_empty() {
+        // (The template's is empty.)
+        scope.set_item(pyo3::intern!(py, "query_string"), PyBytes::new(py, query))?;
+    }
     scope.set_item(pyo3::intern!(py, "headers"), headers(py, request, head)?)?;
     let state = match &asgi.state {
         Some(state) => state.bind(py).copy()?,

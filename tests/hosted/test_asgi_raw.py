@@ -106,17 +106,21 @@ def test_http10_scope(server: Proc) -> None:
 def test_scopes_of_one_connection_follow_each_request(server: Proc) -> None:
     # From its second request a connection's scopes start from a template of its
     # own (version, scheme, client, server set): a request of another version, and
-    # an app that changes its scope, must not leak into the next scope.
+    # an app that changes its scope, must not leak into the next scope. Nor may a
+    # method or query string (a GET without a query takes the template's).
     assert server.port is not None
     raw = (
         b"GET /scope HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"POST /scope?q=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
         b"GET /scope HTTP/1.1\r\nHost: x\r\n\r\n"
         b"GET /scope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
         b"GET /scope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     )
     data = exchange(server.port, raw)
     scopes = [json.loads(part.split(b"\r\n\r\n", 1)[1]) for part in data.split(b"HTTP/1.1 200")[1:]]
-    assert [s["http_version"] for s in scopes] == ["1.1", "1.1", "1.0", "1.1"]
+    assert [s["http_version"] for s in scopes] == ["1.1", "1.1", "1.1", "1.0", "1.1"]
+    assert [s["method"] for s in scopes] == ["GET", "POST", "GET", "GET", "GET"]
+    assert [s["query_string"] for s in scopes] == ["", "q=1", "", "", ""]
     assert all(s["client"] == scopes[0]["client"] and s["server"] == scopes[0]["server"] for s in scopes)
     assert all(s["scheme"] == "http" and s["type"] == "http" for s in scopes)
 

@@ -92,6 +92,7 @@ async def scope_of(scope: Any, receive: Any, send: Any) -> None:
         shown[key] = scope[key].decode("latin-1")
     # An app may change its scope: the next request's must not show it.
     scope["client"], scope["http_version"] = ("changed by the app", 0), "9"
+    scope["method"], scope["query_string"] = "CHANGED", b"changed=1"
     await text(send, json.dumps(shown).encode(), headers=[(b"content-type", b"application/json")])
 
 
