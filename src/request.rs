@@ -157,6 +157,11 @@ pub fn upgrades_to_websocket(buf: &[u8], headers: &[crate::http1::parse::HeaderS
     })
 }
 
+/// Drops `held` as a `Bound` (see `Request::renew`).
+fn release<T>(py: Python<'_>, held: Option<Py<T>>) {
+    drop(held.map(|obj| obj.into_bound(py)));
+}
+
 fn latin1(bytes: &[u8]) -> String {
     // Header values may carry obs-text; decode it byte-for-byte like the WSGI/ASGI
     // servers do, so nothing is lost and a handler can re-encode if it must.
@@ -217,6 +222,29 @@ impl Request {
             body_obj: PyOnceLock::new(),
             rare: PyOnceLock::new(),
         }
+    }
+
+    /// This object taking the next request of its connection in, where it is
+    /// (`ffi/request_reuse.rs`): the client and the app stay (one connection's, one
+    /// app's), the rest is replaced and the caches emptied. Only for an object
+    /// `reusable` said yes to, so nothing else it could hold needs releasing. What
+    /// it held is released as `Bound`s: a decref each, where dropping a `Py` first
+    /// asks a thread-local whether the thread is attached (callgrind: docs/design.md).
+    pub fn renew(
+        &mut self,
+        py: Python<'_>,
+        parts: Parts,
+        exchange: Exchange,
+        params: Option<Py<PyDict>>,
+        route: Option<Py<PyString>>,
+    ) {
+        let old = std::mem::replace(&mut self.parts, parts);
+        drop(old.buf.into_bound(py));
+        self.exchange = exchange;
+        release(py, std::mem::replace(&mut self.params, params));
+        release(py, std::mem::replace(&mut self.route, route));
+        release(py, self.query_obj.take());
+        release(py, self.body_obj.take());
     }
 
     /// Whether this request's object may take the next request in (its connection
