@@ -22,6 +22,7 @@ use crate::ready::{ready, Ready};
 use rare::Rare;
 
 mod rare;
+mod renew;
 pub use crate::target::{percent_decode, split_target};
 
 /// What the server keeps about one request for its response: its id and when it
@@ -217,17 +218,6 @@ impl Request {
             body_obj: PyOnceLock::new(),
             rare: PyOnceLock::new(),
         }
-    }
-
-    /// Whether this request's object may take the next request in (its connection
-    /// keeps it, `ffi/request_reuse.rs`): not when it holds a form (its files are
-    /// closed when the request is dropped, not at the next request), a body read
-    /// across reads, or a read over `SPARE_READ_BYTES` (each kept until the next
-    /// request, which may come late or never on an idle connection).
-    pub fn reusable(&self, py: Python<'_>) -> bool {
-        self.rare.get(py).is_none()
-            && !matches!(self.parts.body, Body::Owned(_) | Body::Stream(_))
-            && self.parts.buf.bind(py).as_bytes().len() <= SPARE_READ_BYTES
     }
 
     fn rare(&self, py: Python<'_>) -> &Rare {

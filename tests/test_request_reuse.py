@@ -87,3 +87,40 @@ async def test_a_large_read_is_not_kept() -> None:
     assert sys.getrefcount(small) == small_before + 1
     assert len(seen) == 2
     conn.connection_lost(None)
+
+
+async def test_a_renewed_request_shows_only_its_own() -> None:
+    # The object is renewed in place (Request::renew): its caches (query, body),
+    # path params and route must be the new request's, and what the last one
+    # held must be let go of, once each.
+    app = veter.App()
+    seen: list[tuple[int, object, object, object]] = []
+
+    @app.get("/q")
+    def query(request: veter.Request) -> str:
+        seen.append((id(request), dict(request.query), request.path_params, request.route))
+        return "ok"
+
+    @app.get("/items/{name}")
+    def item(request: veter.Request, name: str) -> str:
+        seen.append((id(request), dict(request.query), request.path_params, request.route))
+        return name
+
+    conn = _connection(app)
+    reads = [_get(t) for t in ("/q?a=1", "/q?b=2", "/items/x?c=3", "/items/y", "/q")]
+    before = [sys.getrefcount(r) for r in reads]
+    for read in reads:
+        conn.data_received(read)
+    del read
+    after = [sys.getrefcount(r) for r in reads]
+    assert len({entry[0] for entry in seen}) == 1  # one object took every request
+    assert [entry[1:] for entry in seen] == [
+        ({"a": "1"}, {}, "/q"),
+        ({"b": "2"}, {}, "/q"),
+        ({"c": "3"}, {"name": "x"}, "/items/{name}"),
+        ({}, {"name": "y"}, "/items/{name}"),
+        ({}, {}, "/q"),
+    ]
+    # Only the last read is still held (by the kept object).
+    assert [a - b for a, b in zip(after, before, strict=True)] == [0, 0, 0, 0, 1]
+    conn.connection_lost(None)

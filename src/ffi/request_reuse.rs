@@ -10,11 +10,18 @@ use pyo3::prelude::*;
 
 use crate::request::Request;
 
-/// `spare` filled with `value`, when the caller's reference to `spare` is its only
-/// one; else a new object with `value`.
-pub fn refill(spare: Bound<'_, Request>, value: Request) -> PyResult<Bound<'_, Request>> {
+/// `spare` given to `renew` with `value` as `&mut Request`, when the reference
+/// passed in is its only one; else `Err(value)` (and `spare` is only let go of).
+/// `renew` writes the next request's fields into the object where it is, rather
+/// than a whole new value being built and moved in. `spare` is taken by value, so
+/// `renew` cannot also reach the object through a `Bound`.
+pub fn renew<V>(
+    spare: Bound<'_, Request>,
+    value: V,
+    renew: impl FnOnce(&mut Request, V),
+) -> Result<Bound<'_, Request>, V> {
     if !sole_reference(&spare) {
-        return Bound::new(spare.py(), value);
+        return Err(value);
     }
     // The struct's place inside the object, as an offset from the object's start:
     // the pointer written through below is derived from the object's own pointer
@@ -24,14 +31,11 @@ pub fn refill(spare: Bound<'_, Request>, value: Request) -> PyResult<Bound<'_, R
     // subclasses) and the reference this function holds is its only one (count
     // 1, checked above with the GIL held): no other `Py`, `Bound` or `&Request`
     // to it exists, it is not tracked by the collector and takes no weak
-    // references, so nothing can read it while it is written. `PyO3` keeps the
-    // value in an `UnsafeCell` within the object, at `offset`, initialized;
-    // assigning drops the old value (running `Request`'s `Drop`) and moves the
-    // new one in.
-    unsafe {
-        let place = spare.as_ptr().cast::<Request>().byte_add(offset);
-        *place = value;
-    }
+    // references, so nothing, not even Python code that a drop inside `renew`
+    // runs, can reach it while `renew` holds the `&mut`. `PyO3` keeps the value
+    // in an `UnsafeCell` within the object, at `offset`, initialized.
+    let request = unsafe { &mut *spare.as_ptr().cast::<Request>().byte_add(offset) };
+    renew(request, value);
     Ok(spare)
 }
 
