@@ -55,6 +55,8 @@ pub struct Session {
     disp: Arc<Shared>,
     dispatcher: Py<PyAny>,
     transport: Py<PyAny>,
+    /// `transport.write`, looked up once.
+    write: Py<PyAny>,
     streams: FxHashMap<u32, Link>,
     /// Connections that served a stream and wait for the next, with their transports.
     idle: Vec<(Py<Connection>, Py<StreamTransport>)>,
@@ -104,11 +106,13 @@ impl Session {
             .call_method0("get_running_loop")?
             .getattr("call_soon")?
             .unbind();
+        let write = transport.getattr(py, "write")?;
         Ok(Session {
             core,
             disp,
             dispatcher,
             transport,
+            write,
             streams: FxHashMap::default(),
             idle: Vec::new(),
             answers: Vec::new(),

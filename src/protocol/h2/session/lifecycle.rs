@@ -36,7 +36,8 @@ impl Session {
     /// Writes what the core queued, and closes the socket once the core is done.
     pub fn flush(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
-        let (bytes, close, abort, transport) = {
+        // (`Bound`s: dropping one is a decref, without `Py`'s check of the thread.)
+        let (write, close, abort, transport) = {
             let mut this = slf.borrow_mut();
             this.flush_queued = false;
             let finished = this.core.is_finished();
@@ -51,24 +52,29 @@ impl Session {
             if close {
                 this.closed = true;
             }
-            (bytes, close, close && paused, this.transport.clone_ref(py))
+            let write = bytes.map(|b| (this.write.bind(py).clone(), b));
+            let transport = close.then(|| this.transport.bind(py).clone());
+            (write, close, close && paused, transport)
         };
-        if let Some(bytes) = bytes {
-            transport.call_method1(py, "write", (bytes,))?;
+        if let Some((write, bytes)) = write {
+            write.call1((bytes,))?;
         }
+        let Some(transport) = transport else {
+            return Ok(());
+        };
         if abort {
             // Done (a connection error, often the client's not reading) while the
             // socket takes nothing more: nothing left would ever be read.
-            return transport.call_method0(py, "abort").map(drop);
+            return transport.call_method0("abort").map(drop);
         }
         if close {
-            if transport.call_method0(py, "can_write_eof")?.is_truthy(py)? {
-                transport.call_method0(py, "write_eof")?;
+            if transport.call_method0("can_write_eof")?.is_truthy()? {
+                transport.call_method0("write_eof")?;
                 let mut this = slf.borrow_mut();
                 this.linger_until = Some(Instant::now() + LINGER);
                 this.linger_left = this.disp.linger.map_or(LINGER_BYTES, |l| l.bytes);
             } else {
-                transport.call_method0(py, "close")?;
+                transport.call_method0("close")?;
             }
         }
         Ok(())
