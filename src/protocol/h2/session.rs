@@ -167,7 +167,11 @@ impl Session {
             }
             events
         };
-        let opened = events.iter().any(|e| matches!(e, Event::Request { .. }));
+        // The first stream this read opens (ids only grow: those it opens are >= it).
+        let opened = events.iter().find_map(|e| match e {
+            Event::Request { stream, .. } => Some(*stream),
+            _ => None,
+        });
         let result = Self::handle(slf, &mut events);
         let mut this = slf.borrow_mut();
         this.dispatching = false;
@@ -182,7 +186,8 @@ impl Session {
         // loop's next pass, so an answer made there is written in that pass, not the
         // one after (if the task waits longer, its answer queues a flush of its own).
         let this = slf.borrow_mut();
-        if opened && !this.streams.is_empty() && !this.closed {
+        let unanswered = opened.is_some_and(|first| this.streams.keys().any(|&s| s >= first));
+        if unanswered && !this.closed {
             return Self::queue_flush(slf, this);
         }
         Ok(())
