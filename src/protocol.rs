@@ -141,7 +141,7 @@ pub struct Connection {
     event_loop: Option<Py<PyAny>>,
     end_iteration: Option<Py<PyAny>>,
     /// How an answer a task finished is written at the end of the loop iteration
-    /// (`with_borrow_later`); None once detached.
+    /// (`with_borrow_later`); None once detached, and for an HTTP/2 stream's connection.
     later: Option<transport::Later>,
     /// The `Date` line, checked once per read and per finished handler (`set_clock`),
     /// and its unix second.

@@ -11,9 +11,6 @@ Scenarios (core_path.py's app and defaults):
 - ``h2_post``: one stream per read, a POST of ``/upload`` as a HEADERS frame and a
   DATA frame of 1 KiB that ends the stream (the ``async def`` handler reading the
   body, as in core_path's ``post1k``)
-
-Measured on request, not guarded (no budget in tests/perf/budgets.json):
-
 - ``h2_asgi``: one stream per read, a GET of ``/`` served by core_path's raw ASGI
   app hosted by veter (``AsgiApp``, as core_path's ``asgi``)
 
@@ -68,10 +65,6 @@ class H2Scenario:
 H2_SCENARIOS: dict[str, H2Scenario] = {
     "h2_plaintext": H2Scenario(lambda stream: h2c.get(stream, "/", AUTHORITY), 16, b"Hello, World!"),
     "h2_post": H2Scenario(lambda stream: h2c.post(stream, "/upload", AUTHORITY, _BODY), 1, b"1024", may_suspend=True),
-}
-
-#: Scenarios instructions.py counts when named, without a budget of their own.
-H2_UNGUARDED: dict[str, H2Scenario] = {
     "h2_asgi": H2Scenario(
         lambda stream: h2c.get(stream, "/", AUTHORITY), 1, b"Hello, World!", may_suspend=True, hosted=True
     ),
@@ -201,7 +194,7 @@ def _ends(seen: bytes, stream: int) -> bool:
 def main() -> None:
     import uvloop
 
-    scenario = (H2_SCENARIOS | H2_UNGUARDED)[os.environ.get("SCENARIO", "h2_plaintext")]
+    scenario = H2_SCENARIOS[os.environ.get("SCENARIO", "h2_plaintext")]
     reads = int(os.environ.get("N", "100000"))
     made = int(os.environ.get("READS_MADE", str(reads)))
     if made < reads:

@@ -8,8 +8,8 @@ change of a few percent is real, whatever else the machine is doing.
 
     .venv/bin/python benchmarks/micro/instructions.py [SCENARIO ...]
 
-The HTTP/2 scenarios of h2_path.py (``h2_plaintext``, ``h2_post``, and the
-unguarded ``h2_asgi``) are counted the same way; while the core answers the HTTP/2
+The HTTP/2 scenarios of h2_path.py (``h2_plaintext``, ``h2_post``, ``h2_asgi``)
+are counted the same way; while the core answers the HTTP/2
 preface with anything but HTTP/2 they are
 skipped, with what it answered.
 
@@ -106,10 +106,10 @@ def _scenarios() -> dict[str, int]:
 
 
 def _h2_scenarios() -> dict[str, int]:
-    """h2_path.py's scenarios, guarded or not, and their requests per read (imports veter)."""
-    from h2_path import H2_SCENARIOS, H2_UNGUARDED
+    """h2_path.py's scenarios and their requests per read (imports veter)."""
+    from h2_path import H2_SCENARIOS
 
-    return {name: scenario.per_read for name, scenario in (H2_SCENARIOS | H2_UNGUARDED).items()}
+    return {name: scenario.per_read for name, scenario in H2_SCENARIOS.items()}
 
 
 def _floor_reads() -> dict[str, int]:

@@ -3,8 +3,9 @@
 //! text back (`http2/answer.rs` reads both).
 //!
 //! The core's encoder (`http1::encode::encode_response`) writes this instead of
-//! the HTTP/1.1 head when the answer's `Framing` says it goes to an HTTP/2 stream;
-//! everything else (streamed answers, hosted apps' heads, what Python writes, the
+//! the HTTP/1.1 head when the answer's `Framing` says it goes to an HTTP/2 stream,
+//! and so does a hosted app's cycle for a whole answer (`write_head`, its body
+//! after it); everything else (streamed answers, what Python writes, the
 //! `100 Continue`) stays HTTP/1.1 text. The fields are the ones the HTTP/1.1 head
 //! would have had, in its order and spelling (so `answer.rs` applies the same rules
 //! to both), less `Connection`, which HTTP/2 drops anyway. (It lives beside the
@@ -50,13 +51,19 @@ const SERVER_LINE: usize = 10;
 
 /// Whether every field of `parts` fits the record's lengths.
 pub fn fits(parts: &Parts<'_>, common: &Common<'_>) -> bool {
+    fits_head(parts.headers, parts.content_type, common)
+}
+
+/// Whether a head of `headers` (and `content_type`) fits the record's lengths.
+pub fn fits_head<N: AsRef<[u8]>, V: AsRef<[u8]>>(
+    headers: &[(N, V)],
+    content_type: Option<&str>,
+    common: &Common<'_>,
+) -> bool {
     let value = |v: &[u8]| u16::try_from(v.len()).is_ok();
     let field = |n: &[u8], v: &[u8]| !n.is_empty() && n.len() <= MAX_NAME && value(v);
-    parts
-        .headers
-        .iter()
-        .all(|(n, v)| field(n.as_bytes(), v.as_bytes()))
-        && parts.content_type.map_or(true, |ct| value(ct.as_bytes()))
+    headers.iter().all(|(n, v)| field(n.as_ref(), v.as_ref()))
+        && content_type.map_or(true, |ct| value(ct.as_bytes()))
         && (common.server_line.is_empty()
             || (common.server_line.len() >= SERVER_LINE && value(common.server_line)))
         && (common.request_id.is_empty()
@@ -72,16 +79,46 @@ pub fn write(out: &mut Vec<u8>, parts: &Parts<'_>, head_request: bool, common: C
     let no_body = status_forbids_body(status);
     let send_body = !no_body && !head_request;
     out.reserve(128 + if send_body { parts.body.len() } else { 0 });
+    let length = (!no_body).then_some(parts.body.len() as u64);
+    write_head(
+        out,
+        status,
+        parts.content_type,
+        parts.headers,
+        length,
+        common,
+    );
+    if send_body {
+        out.extend_from_slice(parts.body);
+    }
+    Sent {
+        status,
+        body_bytes: if send_body { parts.body.len() } else { 0 },
+    }
+}
+
+/// Appends a record's status and fields, up to its body (the caller checked
+/// `fits_head`): the fields `encode::encode_head` writes as text, in its order,
+/// with `length` as the `content-length` (None: none). A value is written without
+/// the whitespace around it, as the reader of the text takes it (RFC 9113 8.2.1:
+/// an HTTP/2 field value neither starts nor ends with it).
+pub fn write_head<N: AsRef<[u8]>, V: AsRef<[u8]>>(
+    out: &mut Vec<u8>,
+    status: u16,
+    content_type: Option<&str>,
+    headers: &[(N, V)],
+    length: Option<u64>,
+    common: Common<'_>,
+) {
     out.push(MARK);
     out.extend_from_slice(&status.to_be_bytes());
     // As `encode_response`: a handler's own Server, Date or request id wins.
-    let custom = !parts.headers.is_empty();
+    let custom = !headers.is_empty();
     let has = |name: &str| {
         custom
-            && parts
-                .headers
+            && headers
                 .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+                .any(|(n, _)| n.as_ref().eq_ignore_ascii_case(name.as_bytes()))
     };
     if !common.server_line.is_empty() && !has("server") {
         line(out, SERVER, common.server_line, SERVER_LINE);
@@ -93,32 +130,30 @@ pub fn write(out: &mut Vec<u8>, parts: &Parts<'_>, head_request: bool, common: C
         let name = tag(common.request_id_name.len());
         field(out, name, common.request_id_prefix, common.request_id);
     }
-    if let Some(ct) = parts.content_type {
-        if !no_body || status == 304 {
+    if let Some(ct) = content_type {
+        if !status_forbids_body(status) || status == 304 {
             field(out, CONTENT_TYPE, b"Content-Type: ", ct.as_bytes());
         }
     }
-    if !no_body {
+    if let Some(length) = length {
         let mut digits = itoa::Buffer::new();
-        let length = digits.format(parts.body.len()).as_bytes();
-        field(out, CONTENT_LENGTH, b"Content-Length: ", length);
+        field(
+            out,
+            CONTENT_LENGTH,
+            b"Content-Length: ",
+            digits.format(length).as_bytes(),
+        );
     }
-    for (name, value) in parts.headers {
-        let name = name.as_bytes();
+    for (name, value) in headers {
+        let name = name.as_ref();
+        let value = value.as_ref().trim_ascii();
         out.extend_from_slice(&head(tag(name.len()), value.len()));
         out.extend_from_slice(name);
         out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
     }
     out.push(0);
-    if send_body {
-        out.extend_from_slice(parts.body);
-    }
-    Sent {
-        status,
-        body_bytes: if send_body { parts.body.len() } else { 0 },
-    }
 }
 
 /// The tag of a name this long (`fits` checked it is at most `MAX_NAME`).

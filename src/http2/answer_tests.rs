@@ -351,6 +351,72 @@ mod records {
     }
 
     #[test]
+    fn a_hosted_apps_head_reads_the_same_from_its_record_and_its_text() {
+        use crate::http1::encode::{encode_head, BodyLength};
+        use crate::http1::record;
+        type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+        /// Status, fields, length, body, whether the request was HEAD, request id.
+        type Case<'a> = (u16, &'a Fields, BodyLength, &'a [u8], bool, &'static [u8]);
+        let fields = |pairs: &[(&str, &str)]| -> Fields {
+            pairs
+                .iter()
+                .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
+                .collect()
+        };
+        let plain = fields(&[("content-type", "text/plain")]);
+        // Values with whitespace around them (ASGI allows it): HTTP/2 sends them trimmed.
+        let spaced = fields(&[("X-Spaced", " \tpadded value\t "), ("set-cookie", "a=1")]);
+        let own = fields(&[
+            ("server", "app"),
+            ("date", "then"),
+            ("x-request-id", "mine"),
+        ]);
+        let cases: [Case<'_>; 7] = [
+            (
+                200,
+                &plain,
+                BodyLength::Known(13),
+                b"Hello, World!",
+                false,
+                b"0123",
+            ),
+            (201, &spaced, BodyLength::Known(0), b"", false, b""),
+            (200, &plain, BodyLength::Known(5), b"", true, b"id"),
+            (204, &spaced, BodyLength::Absent, b"", false, b""),
+            (304, &plain, BodyLength::Absent, b"", false, b"id"),
+            (599, &own, BodyLength::Known(1), b"x", false, b"given"),
+            (200, &Vec::new(), BodyLength::Known(2), b"ok", false, b""),
+        ];
+        for (status, headers, length, body, head, id) in cases {
+            let common = common(id);
+            assert!(record::fits_head(headers, None, &common));
+            let known = match length {
+                BodyLength::Known(n) => Some(n),
+                _ => None,
+            };
+            let mut from_record = Vec::new();
+            record::write_head(&mut from_record, status, None, headers, known, common);
+            from_record.extend_from_slice(body);
+            let mut from_text = Vec::new();
+            encode_head(
+                &mut from_text,
+                status,
+                None,
+                headers,
+                length,
+                framing(head, false),
+                common,
+            );
+            from_text.extend_from_slice(body);
+            let seen = read_split(&from_record, head, from_record.len()).unwrap();
+            assert_eq!(seen, read(&from_text, head), "{from_record:?}");
+            assert!(seen.ended);
+            let spaced_value = seen.fields.iter().find(|(n, _)| n == "x-spaced");
+            assert!(spaced_value.map_or(true, |(_, v)| v == "padded value"));
+        }
+    }
+
+    #[test]
     fn a_record_with_fields_too_long_for_it_is_written_as_text() {
         let long_name = [("x".repeat(128), "v".to_owned())];
         let long_value = [("x".to_owned(), "v".repeat(65_536))];

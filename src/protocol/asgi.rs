@@ -37,6 +37,8 @@ use super::{Connection, Shared};
 use crate::asgi::reply::{self, Head, Kind};
 use crate::body_stream::{disconnect_message, request_message, BodyStream};
 use crate::http1::encode::{self, BodyLength, Framing};
+use crate::http1::parse::Version;
+use crate::http1::record;
 use crate::ready::ready;
 use crate::request::Request;
 
@@ -201,11 +203,32 @@ impl Cycle {
     }
 
     /// Encodes the head of `head`'s answer (its body follows, or not, per `length`).
-    fn encode_head(&self, py: Python<'_>, head: &Head, length: BodyLength) -> (Vec<u8>, Framing) {
+    /// A `whole` answer to an HTTP/2 stream's request is a record (`http1::record`),
+    /// which the stream's session reads without searching it; else HTTP/1.1 text.
+    fn encode_head(
+        &self,
+        py: Python<'_>,
+        head: &Head,
+        length: BodyLength,
+        whole: bool,
+    ) -> (Vec<u8>, Framing) {
         let framing = self.framing(py, head);
         let date = encode::date_line();
         let req = self.request.get();
+        let common = self.common(&date, req.exchange.id_bytes());
         let mut bytes = Vec::with_capacity(256);
+        if whole
+            && framing.version == Version::Http2
+            && record::fits_head(&head.headers, None, &common)
+        {
+            // (A whole answer's length is known, or its status forbids a body.)
+            let length = match length {
+                BodyLength::Known(n) => Some(n),
+                _ => None,
+            };
+            record::write_head(&mut bytes, head.status, None, &head.headers, length, common);
+            return (bytes, framing);
+        }
         encode::encode_head(
             &mut bytes,
             head.status,
@@ -213,7 +236,7 @@ impl Cycle {
             &head.headers,
             length,
             framing,
-            self.common(&date, req.exchange.id_bytes()),
+            common,
         );
         (bytes, framing)
     }

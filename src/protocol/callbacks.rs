@@ -30,7 +30,9 @@ impl Connection {
         this.task_kwargs = refs.task_kwargs;
         this.plain_task_kwargs = refs.plain_task_kwargs;
         this.create_task = refs.create_task;
-        this.later = Some(super::transport::Later {
+        // An HTTP/2 stream's answers are settled as they are made: its session holds
+        // the socket's write to the iteration's end itself (`Session::flush_soon`).
+        this.later = (!this.h2_stream).then(|| super::transport::Later {
             call_soon: refs.call_soon,
             writer: refs.writer,
             queued: false,

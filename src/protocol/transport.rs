@@ -127,7 +127,8 @@ impl Connection {
             let mut this = slf.borrow_mut();
             f(&mut this, py)?;
             let Some(later) = this.later.as_mut() else {
-                // Detached: nothing waits for a write; whatever is left is settled now.
+                // Detached (nothing waits for a write), or an HTTP/2 stream's connection
+                // (its session writes once per iteration): what is ready is settled now.
                 drop(this);
                 return Self::with_borrow(slf, |_, _| Ok(()));
             };

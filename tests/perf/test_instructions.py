@@ -34,7 +34,7 @@ from core_path import SCENARIOS as HTTP1_SCENARIOS  # noqa: E402
 from h2_path import H2_SCENARIOS  # noqa: E402
 from instructions import per_request  # noqa: E402
 
-#: HTTP/1.1's scenarios (core_path.py) and HTTP/2's (h2_path.py: 16 streams a read).
+#: HTTP/1.1's scenarios (core_path.py) and HTTP/2's (h2_path.py).
 SCENARIOS = {**HTTP1_SCENARIOS, **H2_SCENARIOS}
 
 BUDGETS = json.loads((Path(__file__).with_name("budgets.json")).read_text())

@@ -120,7 +120,7 @@ impl Cycle {
     ) -> PyResult<Py<PyAny>> {
         let piece: &[u8] = body.map_or(b"", |b| b.as_bytes());
         let length = reply::length(head, Some(piece.len()), self.framing)?;
-        let (mut bytes, framing) = self.encode_head(py, head, length);
+        let (mut bytes, framing) = self.encode_head(py, head, length, true);
         let with_body = !framing.head && length != BodyLength::Absent;
         if with_body {
             bytes.extend_from_slice(piece);
@@ -147,7 +147,7 @@ impl Cycle {
         let py = slf.py();
         let this = slf.get();
         let length = reply::length(head, None, this.framing)?;
-        let (bytes, framing) = this.encode_head(py, head, length);
+        let (bytes, framing) = this.encode_head(py, head, length, false);
         let with_body = !framing.head && length != BodyLength::Absent;
         let plan = Plan::hosted(
             slf.clone().into_any().unbind(),

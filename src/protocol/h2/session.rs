@@ -25,7 +25,8 @@
 //!
 //! Writes: what the core queues during one read goes out in one `transport.write`
 //! after the read's events are handled; answers written later (tasks) schedule one
-//! `flush` per loop iteration.
+//! `flush` per loop iteration, queued by the read itself when it left a stream it
+//! opened unanswered (so that it runs after that stream's task).
 //!
 //! Borrowing: the session is never borrowed while a stream's connection runs (it
 //! writes back into the session), so events are taken out first and handled
@@ -55,6 +56,8 @@ pub struct Session {
     disp: Arc<Shared>,
     dispatcher: Py<PyAny>,
     transport: Py<PyAny>,
+    /// `transport.write`, looked up once.
+    write: Py<PyAny>,
     streams: FxHashMap<u32, Link>,
     /// Connections that served a stream and wait for the next, with their transports.
     idle: Vec<(Py<Connection>, Py<StreamTransport>)>,
@@ -104,11 +107,13 @@ impl Session {
             .call_method0("get_running_loop")?
             .getattr("call_soon")?
             .unbind();
+        let write = transport.getattr(py, "write")?;
         Ok(Session {
             core,
             disp,
             dispatcher,
             transport,
+            write,
             streams: FxHashMap::default(),
             idle: Vec::new(),
             answers: Vec::new(),
@@ -162,6 +167,11 @@ impl Session {
             }
             events
         };
+        // The first stream this read opens (ids only grow: those it opens are >= it).
+        let opened = events.iter().find_map(|e| match e {
+            Event::Request { stream, .. } => Some(*stream),
+            _ => None,
+        });
         let result = Self::handle(slf, &mut events);
         let mut this = slf.borrow_mut();
         this.dispatching = false;
@@ -170,7 +180,17 @@ impl Session {
         }
         drop(this);
         result?;
-        Self::flush(slf)
+        Self::flush(slf)?;
+        // A stream this read opened and did not answer has its handler in a task the
+        // read scheduled: a flush queued now runs after that task's first step in the
+        // loop's next pass, so an answer made there is written in that pass, not the
+        // one after (if the task waits longer, its answer queues a flush of its own).
+        let this = slf.borrow_mut();
+        let unanswered = opened.is_some_and(|first| this.streams.keys().any(|&s| s >= first));
+        if unanswered && !this.closed {
+            return Self::queue_flush(slf, this);
+        }
+        Ok(())
     }
 
     fn handle(slf: &Bound<'_, Self>, events: &mut Vec<Event>) -> PyResult<()> {

@@ -14,29 +14,37 @@ use crate::timeouts::Timeouts;
 impl Session {
     /// Writes what the core queued: now when no read is being handled, else after it.
     pub(super) fn flush_soon(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let mut this = slf.borrow_mut();
+        if this.dispatching || this.core.output().is_empty() {
+            return Ok(());
+        }
+        Self::queue_flush(slf, this)
+    }
+
+    /// Queues `_flush` for the loop's next pass, unless it is queued already.
+    pub(super) fn queue_flush(slf: &Bound<'_, Self>, mut this: PyRefMut<'_, Self>) -> PyResult<()> {
         let py = slf.py();
-        let (call, cb) = {
-            let mut this = slf.borrow_mut();
-            if this.dispatching || this.flush_queued || this.core.output().is_empty() {
-                return Ok(());
-            }
-            this.flush_queued = true;
-            let cb = if let Some(cb) = &this.flush_cb {
-                cb.clone_ref(py)
-            } else {
-                let cb = slf.getattr("_flush")?.unbind();
-                this.flush_cb = Some(cb.clone_ref(py));
-                cb
-            };
-            (this.call_soon.clone_ref(py), cb)
+        if this.flush_queued {
+            return Ok(());
+        }
+        this.flush_queued = true;
+        let cb = if let Some(cb) = &this.flush_cb {
+            cb.clone_ref(py)
+        } else {
+            let cb = slf.getattr("_flush")?.unbind();
+            this.flush_cb = Some(cb.clone_ref(py));
+            cb
         };
+        let call = this.call_soon.clone_ref(py);
+        drop(this);
         call.call1(py, (cb,)).map(drop)
     }
 
     /// Writes what the core queued, and closes the socket once the core is done.
     pub fn flush(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
-        let (bytes, close, abort, transport) = {
+        // (`Bound`s: dropping one is a decref, without `Py`'s check of the thread.)
+        let (write, close, abort, transport) = {
             let mut this = slf.borrow_mut();
             this.flush_queued = false;
             let finished = this.core.is_finished();
@@ -51,24 +59,29 @@ impl Session {
             if close {
                 this.closed = true;
             }
-            (bytes, close, close && paused, this.transport.clone_ref(py))
+            let write = bytes.map(|b| (this.write.bind(py).clone(), b));
+            let transport = close.then(|| this.transport.bind(py).clone());
+            (write, close, close && paused, transport)
         };
-        if let Some(bytes) = bytes {
-            transport.call_method1(py, "write", (bytes,))?;
+        if let Some((write, bytes)) = write {
+            write.call1((bytes,))?;
         }
+        let Some(transport) = transport else {
+            return Ok(());
+        };
         if abort {
             // Done (a connection error, often the client's not reading) while the
             // socket takes nothing more: nothing left would ever be read.
-            return transport.call_method0(py, "abort").map(drop);
+            return transport.call_method0("abort").map(drop);
         }
         if close {
-            if transport.call_method0(py, "can_write_eof")?.is_truthy(py)? {
-                transport.call_method0(py, "write_eof")?;
+            if transport.call_method0("can_write_eof")?.is_truthy()? {
+                transport.call_method0("write_eof")?;
                 let mut this = slf.borrow_mut();
                 this.linger_until = Some(Instant::now() + LINGER);
                 this.linger_left = this.disp.linger.map_or(LINGER_BYTES, |l| l.bytes);
             } else {
-                transport.call_method0(py, "close")?;
+                transport.call_method0("close")?;
             }
         }
         Ok(())
