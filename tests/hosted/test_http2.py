@@ -19,6 +19,7 @@ import pytest
 from tests.e2e import h2frames
 from tests.e2e.processes import Proc
 from veter.hosted import AsgiApp
+from veter.testing import MemoryTransport
 
 
 def start(target: str) -> Proc:
@@ -107,32 +108,6 @@ def test_curl_posts_json_to_a_hosted_app(asgi: Proc) -> None:
     assert json.loads(out) == {"a": 1}
 
 
-class _Transport(asyncio.Transport):
-    """An in-memory transport that keeps what the server writes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.out = bytearray()
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        self.out += data
-
-    def get_extra_info(self, name: str, default: object = None) -> object:
-        return {"peername": ("127.0.0.1", 1), "sockname": ("127.0.0.1", 8000)}.get(name, default)
-
-    def is_closing(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-
 def _frames(out: bytearray) -> list[h2frames.Frame]:
     frames = []
     while (frame := h2frames.parse(out)) is not None:
@@ -151,16 +126,16 @@ async def test_an_answer_a_task_makes_in_its_first_step_is_written_in_that_loop_
         await send({"type": "http.response.body", "body": b"in one pass"})
 
     conn = AsgiApp(app).build_dispatcher()()
-    transport = _Transport()
+    transport = MemoryTransport(conn, ("127.0.0.1", 1))
     conn.connection_made(transport)
     conn.data_received(h2frames.PREFACE + h2frames.settings())
-    assert _frames(transport.out)[0].kind == h2frames.Type.SETTINGS
+    assert _frames(transport.data)[0].kind == h2frames.Type.SETTINGS
     conn.data_received(h2frames.settings_ack())
     for stream in (1, 3):
         block = h2frames.request(b"GET", b"/")
         conn.data_received(h2frames.headers(stream, block, end_stream=True))
         await asyncio.sleep(0)  # one pass: the app's task, then the flush the read queued
-        frames = [f for f in _frames(transport.out) if f.stream == stream]
+        frames = [f for f in _frames(transport.data) if f.stream == stream]
         assert [f.kind for f in frames] == [h2frames.Type.HEADERS, h2frames.Type.DATA], frames
         assert frames[-1].payload == b"in one pass" and frames[-1].flags & h2frames.Flag.END_STREAM
     conn.connection_lost(None)
