@@ -360,13 +360,16 @@ pub fn encode_ok(
         out.extend_from_slice(kind.lines);
     }
     out.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
-    out.extend_from_slice(if !framing.keep_alive {
-        b"\r\nConnection: close\r\n\r\n"
+    // One constant per branch, not one slice picked by the branches: a copy of a
+    // length known here is a few stores, a slice of either length a `memcpy` call
+    // (callgrind: pipelined 2,526 -> 2,500 per request).
+    if !framing.keep_alive {
+        out.extend_from_slice(b"\r\nConnection: close\r\n\r\n");
     } else if framing.version == Version::Http10 {
-        b"\r\nConnection: keep-alive\r\n\r\n"
+        out.extend_from_slice(b"\r\nConnection: keep-alive\r\n\r\n");
     } else {
-        b"\r\n\r\n"
-    });
+        out.extend_from_slice(b"\r\n\r\n");
+    }
     let body_bytes = if framing.head {
         0
     } else {

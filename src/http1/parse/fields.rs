@@ -8,8 +8,8 @@ use std::ops::Range;
 use super::super::error::ParseError;
 use super::super::limits::Limits;
 use super::{
-    at_cr, bad, invalid_byte, is_token, plain_field_value, scan, scan_words, valid_authority, AtCr,
-    BodyKind, HeaderSpan, Version, FIELD_VALUE, TCHAR,
+    at_cr, bad, invalid_byte, is_token, scan, scan_words, unplain_field_value, valid_authority,
+    AtCr, BodyKind, HeaderSpan, Version, FIELD_VALUE, TCHAR,
 };
 
 /// Parses field lines from `start` up to and including the empty line that ends the
@@ -59,7 +59,11 @@ pub(super) fn parse_fields(
             return Err(ParseError::HeaderFieldsTooLarge);
         }
         let mut value_start = name_end + 1;
-        let cr = scan_words(section, value_start, FIELD_VALUE, plain_field_value);
+        // The one SP clients put after the colon, stepped over before the scan.
+        if section.get(value_start) == Some(&b' ') {
+            value_start += 1;
+        }
+        let cr = scan_words(section, value_start, FIELD_VALUE, unplain_field_value);
         match section.get(cr) {
             Some(b'\r') => {}
             None => return more(),
