@@ -5,6 +5,7 @@ the core matches the interned names by pointer first, so keys made at run time
 from __future__ import annotations
 
 import sys
+from collections.abc import MutableMapping
 from typing import Any
 
 from tests.hosted.test_asgi_task import read
@@ -20,7 +21,7 @@ def fresh(name: str) -> str:
 
 
 async def test_keys_made_at_run_time_are_read_as_the_literal_ones() -> None:
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         start = {fresh("type"): "http.response.start", fresh("status"): 200}
         start[fresh("headers")] = [(b"content-type", b"text/plain")]
         start["trailers"] = False  # a key the core does not read
@@ -35,7 +36,7 @@ async def test_keys_made_at_run_time_are_read_as_the_literal_ones() -> None:
 async def test_a_message_without_its_type_is_an_error_in_send() -> None:
     raised: list[str] = []
 
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         try:
             await send({fresh("typ"): "http.response.start", "status": 200})
         except ValueError as err:
