@@ -21,8 +21,19 @@ pub enum Kind {
     PathSend,
 }
 
-/// The `type` of `message`, or a clear error.
-pub fn kind(message: &Bound<'_, PyAny>) -> PyResult<Kind> {
+/// A message an app passed to `send`, its fields read in one pass over the dict
+/// (one `PyDict_Next` per key in place of a lookup per field: the app's literal's
+/// keys are the interned names themselves, so most compare by pointer).
+pub struct Message<'py> {
+    pub kind: Kind,
+    status: Option<Bound<'py, PyAny>>,
+    headers: Option<Bound<'py, PyAny>>,
+    body: Option<Bound<'py, PyAny>>,
+    more_body: Option<Bound<'py, PyAny>>,
+}
+
+/// The fields of `message` (a dict), its `type` checked, or a clear error.
+pub fn read<'py>(message: &Bound<'py, PyAny>) -> PyResult<Message<'py>> {
     let py = message.py();
     let Ok(dict) = message.cast::<PyDict>() else {
         return Err(PyTypeError::new_err(format!(
@@ -30,7 +41,42 @@ pub fn kind(message: &Bound<'_, PyAny>) -> PyResult<Kind> {
             message.get_type().name()?
         )));
     };
-    let Some(kind) = dict.get_item(pyo3::intern!(py, "type"))? else {
+    let names = [
+        pyo3::intern!(py, "type"),
+        pyo3::intern!(py, "status"),
+        pyo3::intern!(py, "headers"),
+        pyo3::intern!(py, "body"),
+        pyo3::intern!(py, "more_body"),
+    ];
+    let mut fields: [Option<Bound<'py, PyAny>>; 5] = Default::default();
+    for (key, value) in dict.iter() {
+        let at = match names.iter().position(|name| key.is(name)) {
+            Some(at) => Some(at),
+            // An equal key that is another object (made at run time).
+            None => key.cast::<PyString>().ok().and_then(|key| {
+                let key = key.to_str().ok()?;
+                names
+                    .iter()
+                    .position(|name| name.to_str().is_ok_and(|n| n == key))
+            }),
+        };
+        if let Some(at) = at {
+            fields[at] = Some(value);
+        }
+    }
+    let [kind, status, headers, body, more_body] = fields;
+    Ok(Message {
+        kind: kind_of(kind)?,
+        status,
+        headers,
+        body,
+        more_body,
+    })
+}
+
+/// The `type` of a message, or a clear error.
+fn kind_of(kind: Option<Bound<'_, PyAny>>) -> PyResult<Kind> {
+    let Some(kind) = kind else {
         return Err(PyValueError::new_err("ASGI message has no 'type' key"));
     };
     let Ok(kind) = kind.cast::<PyString>() else {
@@ -59,16 +105,13 @@ pub struct Head {
 }
 
 /// Reads an `http.response.start` message.
-pub fn start(message: &Bound<'_, PyAny>) -> PyResult<Head> {
-    let py = message.py();
-    let dict = message.cast::<PyDict>()?;
-    let Some(status) = dict.get_item(pyo3::intern!(py, "status"))? else {
+pub fn start(message: &Message<'_>) -> PyResult<Head> {
+    let Some(status) = &message.status else {
         return Err(PyValueError::new_err(
             "ASGI http.response.start has no 'status'",
         ));
     };
-    let headers = dict.get_item(pyo3::intern!(py, "headers"))?;
-    head(&status, headers.as_ref())
+    head(status, message.headers.as_ref())
 }
 
 /// The response head of `status` and `headers` (an iterable of `(name, value)`
@@ -155,30 +198,27 @@ fn add_field(head: &mut Head, name: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>)
 }
 
 /// Reads an `http.response.body` message: its body and `more_body`.
-pub fn body<'py>(message: &Bound<'py, PyAny>) -> PyResult<(Option<Bound<'py, PyBytes>>, bool)> {
-    let py = message.py();
-    let dict = message.cast::<PyDict>()?;
-    let body = match dict.get_item(pyo3::intern!(py, "body"))? {
+pub fn body<'py>(message: &Message<'py>) -> PyResult<(Option<Bound<'py, PyBytes>>, bool)> {
+    let body = match &message.body {
         None => None,
-        Some(b) => match b.cast_into::<PyBytes>() {
-            Ok(b) => Some(b),
-            Err(e) => {
-                let b = e.into_inner();
-                // bytearray and memoryview are bytes-like too.
+        Some(b) => match b.cast::<PyBytes>() {
+            Ok(b) => Some(b.clone()),
+            // bytearray and memoryview are bytes-like too.
+            Err(_)
                 if b.is_instance_of::<pyo3::types::PyByteArray>()
-                    || b.is_instance_of::<pyo3::types::PyMemoryView>()
-                {
-                    Some(PyBytes::new(py, &b.extract::<Vec<u8>>()?))
-                } else {
-                    return Err(PyTypeError::new_err(format!(
-                        "ASGI http.response.body 'body' must be bytes, got {}",
-                        b.get_type().name()?
-                    )));
-                }
+                    || b.is_instance_of::<pyo3::types::PyMemoryView>() =>
+            {
+                Some(PyBytes::new(b.py(), &b.extract::<Vec<u8>>()?))
+            }
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!(
+                    "ASGI http.response.body 'body' must be bytes, got {}",
+                    b.get_type().name()?
+                )));
             }
         },
     };
-    let more = match dict.get_item(pyo3::intern!(py, "more_body"))? {
+    let more = match &message.more_body {
         None => false,
         Some(m) => m.is_truthy()?,
     };

@@ -376,16 +376,16 @@ impl Cycle {
     /// Takes one message of the answer.
     fn send(slf: &Bound<'_, Self>, message: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        let kind = reply::kind(message)?;
+        let fields = reply::read(message)?;
         let mut state = slf.get().locked();
         if state.ending == Ending::Gone {
             // As uvicorn: the client left, so what the app sends goes nowhere.
             return done(py);
         }
-        match kind {
+        match fields.kind {
             Kind::Start => match state.reply {
                 Reply::Idle => {
-                    state.reply = Reply::Started(reply::start(message)?);
+                    state.reply = Reply::Started(reply::start(&fields)?);
                     drop(state);
                     slf.get().count_in_template(py);
                     done(py)
@@ -397,7 +397,7 @@ impl Cycle {
                     "ASGI http.response.start sent twice",
                 )),
             },
-            Kind::Body => Self::send_body(slf, message, state),
+            Kind::Body => Self::send_body(slf, &fields, state),
             Kind::PathSend => {
                 let Reply::Started(head) = &mut state.reply else {
                     return Err(PyRuntimeError::new_err(

@@ -14,7 +14,7 @@ use std::sync::MutexGuard;
 impl Cycle {
     pub(super) fn send_body(
         slf: &Bound<'_, Self>,
-        message: &Bound<'_, PyAny>,
+        message: &reply::Message<'_>,
         mut state: MutexGuard<'_, State>,
     ) -> PyResult<Py<PyAny>> {
         let py = slf.py();

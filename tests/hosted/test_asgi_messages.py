@@ -1,0 +1,50 @@
+"""What a hosted ASGI app passes to ``send`` is read whatever objects its keys are:
+the core matches the interned names by pointer first, so keys made at run time
+(equal strings, other objects) and keys it does not know must read the same."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import MutableMapping
+from typing import Any
+
+from tests.hosted.test_asgi_task import read
+from tests.test_protocol import drive, get
+from veter.hosted import AsgiApp
+
+
+def fresh(name: str) -> str:
+    """An equal string that is not the interned one."""
+    made = "".join(list(name))
+    assert made == name and made is not sys.intern(name)
+    return made
+
+
+async def test_keys_made_at_run_time_are_read_as_the_literal_ones() -> None:
+    async def app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        start = {fresh("type"): "http.response.start", fresh("status"): 200}
+        start[fresh("headers")] = [(b"content-type", b"text/plain")]
+        start["trailers"] = False  # a key the core does not read
+        await send(start)
+        await send({fresh("type"): "http.response.body", fresh("body"): b"one", fresh("more_body"): False})
+
+    transport, _ = await drive(AsgiApp(app), get("/"))
+    assert await read(transport, 1) == ["one"]
+    transport.close()
+
+
+async def test_a_message_without_its_type_is_an_error_in_send() -> None:
+    raised: list[str] = []
+
+    async def app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        try:
+            await send({fresh("typ"): "http.response.start", "status": 200})
+        except ValueError as err:
+            raised.append(str(err))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    transport, _ = await drive(AsgiApp(app), get("/"))
+    assert await read(transport, 1) == ["ok"]
+    assert raised == ["ASGI message has no 'type' key"]
+    transport.close()
