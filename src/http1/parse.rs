@@ -584,5 +584,8 @@ fn valid_port(p: &[u8], required: bool) -> bool {
 
 // ---------------------------------------------------------------------------------
 #[cfg(test)]
+#[path = "parse_scan_tests.rs"]
+mod scan_tests;
+#[cfg(test)]
 #[path = "parse_tests.rs"]
 mod tests;
