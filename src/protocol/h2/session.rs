@@ -167,11 +167,7 @@ impl Session {
             }
             events
         };
-        // The first stream this read opens (ids only grow: those it opens are >= it).
-        let opened = events.iter().find_map(|e| match e {
-            Event::Request { stream, .. } => Some(*stream),
-            _ => None,
-        });
+        let opened = events.iter().any(|e| matches!(e, Event::Request { .. }));
         let result = Self::handle(slf, &mut events);
         let mut this = slf.borrow_mut();
         this.dispatching = false;
@@ -186,8 +182,7 @@ impl Session {
         // loop's next pass, so an answer made there is written in that pass, not the
         // one after (if the task waits longer, its answer queues a flush of its own).
         let this = slf.borrow_mut();
-        let unanswered = opened.is_some_and(|first| this.streams.keys().any(|&s| s >= first));
-        if unanswered && !this.closed {
+        if opened && !this.streams.is_empty() && !this.closed {
             return Self::queue_flush(slf, this);
         }
         Ok(())
