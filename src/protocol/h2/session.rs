@@ -25,8 +25,7 @@
 //!
 //! Writes: what the core queues during one read goes out in one `transport.write`
 //! after the read's events are handled; answers written later (tasks) schedule one
-//! `flush` per loop iteration, queued by the read itself when it left a stream it
-//! opened unanswered (so that it runs after that stream's task).
+//! `flush` per loop iteration.
 //!
 //! Borrowing: the session is never borrowed while a stream's connection runs (it
 //! writes back into the session), so events are taken out first and handled
@@ -167,7 +166,6 @@ impl Session {
             }
             events
         };
-        let opened = events.iter().any(|e| matches!(e, Event::Request { .. }));
         let result = Self::handle(slf, &mut events);
         let mut this = slf.borrow_mut();
         this.dispatching = false;
@@ -176,16 +174,7 @@ impl Session {
         }
         drop(this);
         result?;
-        Self::flush(slf)?;
-        // A stream this read opened and did not answer has its handler in a task the
-        // read scheduled: a flush queued now runs after that task's first step in the
-        // loop's next pass, so an answer made there is written in that pass, not the
-        // one after (if the task waits longer, its answer queues a flush of its own).
-        let this = slf.borrow_mut();
-        if opened && !this.streams.is_empty() && !this.closed {
-            return Self::queue_flush(slf, this);
-        }
-        Ok(())
+        Self::flush(slf)
     }
 
     fn handle(slf: &Bound<'_, Self>, events: &mut Vec<Event>) -> PyResult<()> {

@@ -14,29 +14,22 @@ use crate::timeouts::Timeouts;
 impl Session {
     /// Writes what the core queued: now when no read is being handled, else after it.
     pub(super) fn flush_soon(slf: &Bound<'_, Self>) -> PyResult<()> {
-        let mut this = slf.borrow_mut();
-        if this.dispatching || this.core.output().is_empty() {
-            return Ok(());
-        }
-        Self::queue_flush(slf, this)
-    }
-
-    /// Queues `_flush` for the loop's next pass, unless it is queued already.
-    pub(super) fn queue_flush(slf: &Bound<'_, Self>, mut this: PyRefMut<'_, Self>) -> PyResult<()> {
         let py = slf.py();
-        if this.flush_queued {
-            return Ok(());
-        }
-        this.flush_queued = true;
-        let cb = if let Some(cb) = &this.flush_cb {
-            cb.clone_ref(py)
-        } else {
-            let cb = slf.getattr("_flush")?.unbind();
-            this.flush_cb = Some(cb.clone_ref(py));
-            cb
+        let (call, cb) = {
+            let mut this = slf.borrow_mut();
+            if this.dispatching || this.flush_queued || this.core.output().is_empty() {
+                return Ok(());
+            }
+            this.flush_queued = true;
+            let cb = if let Some(cb) = &this.flush_cb {
+                cb.clone_ref(py)
+            } else {
+                let cb = slf.getattr("_flush")?.unbind();
+                this.flush_cb = Some(cb.clone_ref(py));
+                cb
+            };
+            (this.call_soon.clone_ref(py), cb)
         };
-        let call = this.call_soon.clone_ref(py);
-        drop(this);
         call.call1(py, (cb,)).map(drop)
     }
 
