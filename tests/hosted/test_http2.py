@@ -1,8 +1,7 @@
 """Hosted ASGI and WSGI apps over HTTP/2 (h2c by prior knowledge), served as a
 user runs them (``veter run module:app``) and driven by httpx and curl: the scope
 and environ say HTTP/2, bodies arrive whole in either direction, streamed answers
-stream, and many streams share one connection. One test drives a connection in
-memory: an answer made in a task's first step is written in that loop pass."""
+stream, and many streams share one connection."""
 
 from __future__ import annotations
 
@@ -11,15 +10,11 @@ import json
 import shutil
 import subprocess
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.e2e import h2frames
 from tests.e2e.processes import Proc
-from veter.hosted import AsgiApp
-from veter.testing import MemoryTransport
 
 
 def start(target: str) -> Proc:
@@ -106,36 +101,3 @@ def test_curl_posts_json_to_a_hosted_app(asgi: Proc) -> None:
         capture_output=True, check=True, timeout=20,
     ).stdout  # fmt: skip
     assert json.loads(out) == {"a": 1}
-
-
-def _frames(out: bytearray) -> list[h2frames.Frame]:
-    frames = []
-    while (frame := h2frames.parse(out)) is not None:
-        frames.append(frame)
-    return frames
-
-
-async def test_an_answer_a_task_makes_in_its_first_step_is_written_in_that_loop_pass() -> None:
-    """The read that opened the stream queued the session's flush after the app's task
-    (in memory: one read, then one loop pass)."""
-
-    async def app(scope: dict[str, object], receive: object, send: Any) -> None:
-        await send(
-            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]}
-        )
-        await send({"type": "http.response.body", "body": b"in one pass"})
-
-    conn = AsgiApp(app).build_dispatcher()()
-    transport = MemoryTransport(conn, ("127.0.0.1", 1))
-    conn.connection_made(transport)
-    conn.data_received(h2frames.PREFACE + h2frames.settings())
-    assert _frames(transport.data)[0].kind == h2frames.Type.SETTINGS
-    conn.data_received(h2frames.settings_ack())
-    for stream in (1, 3):
-        block = h2frames.request(b"GET", b"/")
-        conn.data_received(h2frames.headers(stream, block, end_stream=True))
-        await asyncio.sleep(0)  # one pass: the app's task, then the flush the read queued
-        frames = [f for f in _frames(transport.data) if f.stream == stream]
-        assert [f.kind for f in frames] == [h2frames.Type.HEADERS, h2frames.Type.DATA], frames
-        assert frames[-1].payload == b"in one pass" and frames[-1].flags & h2frames.Flag.END_STREAM
-    conn.connection_lost(None)
