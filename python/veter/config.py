@@ -81,6 +81,13 @@ class ServerConfig:
         "hooks made) from the cyclic garbage collector (gc.freeze), so a full collection scans only what "
         "serving made since: pauses of milliseconds instead of tens of them under a large app.",
     )
+    gc_threshold: int = setting(
+        20_000,
+        "Tracked objects a worker may make (net of those freed) before the collector's young "
+        "generation is collected (gc.set_threshold's first value; 0: Python's own, 700 or 2,000). "
+        "Above what requests in flight hold, so a collection walks garbage, not live requests.",
+        ge=0,
+    )
     lag_threshold: float = setting(
         0.25, "Warn, naming the route and its stack, when the event loop is blocked this long (0: off).", ge=0
     )

@@ -92,6 +92,8 @@ class Server:
         self._owns_socket = False
         self._signals_seen: set[int] = set()
         self._froze = False
+        #: The collector's thresholds before ``gc_threshold`` changed them (restored on stop).
+        self._gc_thresholds: tuple[int, int, int] | None = None
         self._metrics_dir = metrics.snapshot_dir() if config.metrics_path else None
 
     @property
@@ -143,6 +145,12 @@ class Server:
             gc.collect()
             gc.freeze()
             self._froze = True
+        if self.config.gc_threshold and self.owns_process:
+            # Requests in flight hold tracked objects (tasks, coroutines, scopes, bodies);
+            # at Python's threshold a collection comes every few dozen requests and walks
+            # them all again, alive (docs/design.md, "The collector").
+            self._gc_thresholds = gc.get_threshold()
+            gc.set_threshold(self.config.gc_threshold, *self._gc_thresholds[1:])
         # Only sockets no other process holds are this server's to quiesce on stop.
         self._owns_socket = sock is None
         socks = listen_all(self.config, reuse_port=reuse_port) if sock is None else sock
@@ -314,6 +322,9 @@ class Server:
                 # gets its cycles collected again.
                 gc.unfreeze()
                 self._froze = False
+            if self._gc_thresholds is not None:
+                gc.set_threshold(*self._gc_thresholds)
+                self._gc_thresholds = None
 
     async def _within(self, awaitable: Awaitable[object], deadline: float) -> None:
         """Await ``awaitable`` until ``deadline``; past it, close every connection."""

@@ -4,10 +4,13 @@ A full collection walks every tracked object; under a large app (FastAPI, pydant
 a database driver) that is tens of milliseconds with the loop stopped, which is a
 fixed rate's p99. veter collects once when the app has started and freezes what is
 alive (docs/design.md, "The collector"), so later full collections walk only what
-serving made."""
+serving made. Its young generation is collected past `gc_threshold` tracked objects, not
+Python's 700, so a collection does not walk the requests in flight every few dozen
+requests."""
 
 from __future__ import annotations
 
+import gc
 import socket
 from collections.abc import Iterator
 
@@ -67,3 +70,22 @@ def test_gc_freeze_off_leaves_the_collector_alone(run) -> None:  # type: ignore[
 def test_cycles_made_while_serving_are_still_collected(run) -> None:  # type: ignore[no-untyped-def]
     port = run("--single-process")
     assert _get(port, "/cycle-collected") == {"alive_before": True, "collected": True}
+
+
+@pytest.mark.parametrize("mode", [["--single-process"], ["--workers", "1"]], ids=["single process", "worker"])
+def test_the_young_generation_threshold_is_the_setting(run, mode: list[str]) -> None:  # type: ignore[no-untyped-def]
+    default = _get(run(*mode), "/threshold")["threshold"]
+    assert isinstance(default, list) and default[0] == 20_000, default
+    chosen = _get(run(*mode, "--gc-threshold", "5000"), "/threshold")["threshold"]
+    # The older generations keep Python's own thresholds.
+    assert chosen == [5_000, *default[1:]], chosen
+
+
+def test_gc_threshold_zero_leaves_pythons_own(run) -> None:  # type: ignore[no-untyped-def]
+    got = _get(run("--single-process", "--gc-threshold", "0"), "/threshold")["threshold"]
+    assert got == list(gc.get_threshold()), got
+
+
+def test_cycles_are_collected_past_the_threshold_unasked(run) -> None:  # type: ignore[no-untyped-def]
+    port = run("--single-process", "--gc-threshold", "5000")
+    assert _get(port, "/cycles-collected-unasked") == {"collected": True}

@@ -26,3 +26,19 @@ def cycle_collected(request: veter.Request) -> dict[str, bool]:
     alive_before = ref() is not None
     gc.collect()
     return {"alive_before": alive_before, "collected": ref() is None}
+
+
+@app.get("/threshold")
+def threshold(request: veter.Request) -> dict[str, list[int]]:
+    """The collector's thresholds in this process."""
+    return {"threshold": list(gc.get_threshold())}
+
+
+@app.get("/cycles-collected-unasked")
+def cycles_collected_unasked(request: veter.Request) -> dict[str, bool]:
+    """Whether cycles made while serving are collected without ``gc.collect``: cyclic
+    garbage past the young generation's threshold starts a collection of its own."""
+    first = weakref.ref(_Node())
+    for _ in range(2 * gc.get_threshold()[0] + 1_000):
+        _Node()
+    return {"collected": first() is None}
