@@ -11,7 +11,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyBytesMethods, PyDict, PyList, PyString, PyTuple};
 
 use crate::http1::encode::{self, BodyLength, Framing};
-use crate::http1::parse::is_token;
 
 /// A message's `type`, for an `http` scope.
 pub enum Kind {
@@ -93,11 +92,64 @@ fn kind_of(kind: Option<Bound<'_, PyAny>>) -> PyResult<Kind> {
     }
 }
 
+/// The app's header fields, less those the server writes itself, as HTTP/1.1
+/// lines (`name: value\r\n`) in one buffer: each name and value is copied once,
+/// from the app's bytes, and an HTTP/1.1 head takes them all in one copy (no
+/// buffer per name and value). They split back into pairs without doubt (a
+/// token has no `:`, a checked value no CR) for an HTTP/2 stream's record.
+#[derive(Default)]
+pub struct Fields {
+    lines: Vec<u8>,
+    /// Bit n set: a name is n bytes long (bit 63: 63 or more), so that most
+    /// `has` calls answer without reading the lines.
+    lengths: u64,
+}
+
+fn length_bit(name: &[u8]) -> u64 {
+    1 << name.len().min(63)
+}
+
+impl Fields {
+    fn push(&mut self, name: &[u8], value: &[u8]) {
+        self.lines.extend_from_slice(name);
+        self.lines.extend_from_slice(b": ");
+        self.lines.extend_from_slice(value);
+        self.lines.extend_from_slice(b"\r\n");
+        self.lengths |= length_bit(name);
+    }
+
+    /// The fields as HTTP/1.1 header lines.
+    pub fn lines(&self) -> &[u8] {
+        &self.lines
+    }
+
+    /// Whether a field is named `name` (ASCII case ignored).
+    pub fn has(&self, name: &str) -> bool {
+        self.lengths & length_bit(name.as_bytes()) != 0
+            && self
+                .pairs()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+    }
+
+    /// The `(name, value)` pairs, in the app's order.
+    pub fn pairs(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let mut rest = self.lines.as_slice();
+        std::iter::from_fn(move || {
+            let colon = rest.iter().position(|&b| b == b':')?;
+            let (name, after) = rest.split_at(colon);
+            let after = &after[2..];
+            let cr = after.iter().position(|&b| b == b'\r')?;
+            rest = &after[cr + 2..];
+            Some((name, &after[..cr]))
+        })
+    }
+}
+
 /// The response an `http.response.start` described.
 pub struct Head {
     pub status: u16,
     /// The app's headers, less those the server writes itself.
-    pub headers: Vec<(Vec<u8>, Vec<u8>)>,
+    pub fields: Fields,
     /// Its `content-length`, if it gave one.
     pub length: Option<u64>,
     /// It asked for `connection: close`.
@@ -131,7 +183,7 @@ pub fn head(status: &Bound<'_, PyAny>, headers: Option<&Bound<'_, PyAny>>) -> Py
     };
     let mut head = Head {
         status,
-        headers: Vec::new(),
+        fields: Fields::default(),
         length: None,
         close: false,
     };
@@ -140,7 +192,8 @@ pub fn head(status: &Bound<'_, PyAny>, headers: Option<&Bound<'_, PyAny>>) -> Py
     };
     // Almost always a list of 2-tuples: read in place, no iterator objects.
     if let Ok(list) = headers.cast::<PyList>() {
-        head.headers.reserve(list.len());
+        // Room for a few typical fields at once, not a reallocation per field.
+        head.fields.lines.reserve(48 * list.len());
         for pair in list.iter() {
             add_pair(&mut head, &pair)?;
         }
@@ -192,7 +245,7 @@ fn add_field(head: &mut Head, name: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>)
             .split(|&b| b == b',')
             .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
     } else if !name.eq_ignore_ascii_case(b"transfer-encoding") {
-        head.headers.push((name.to_vec(), value.to_vec()));
+        head.fields.push(name, value);
     }
     Ok(())
 }
@@ -238,6 +291,31 @@ fn header_bytes<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<&'a [u8]>
         })
 }
 
+/// tchar (RFC 9110 5.6.2) by byte: 1 if it is one, else 0.
+static TCHAR: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        if matches!(b, 0x30..=0x39 | 0x41..=0x5A | 0x61..=0x7A) {
+            table[b] = 1;
+        }
+        b += 1;
+    }
+    let others = b"!#$%&'*+-.^_`|~";
+    let mut i = 0;
+    while i < others.len() {
+        table[others[i] as usize] = 1;
+        i += 1;
+    }
+    table
+};
+
+/// A token: one table lookup a byte, and no branch per byte (names are short,
+/// and almost always good).
+fn is_token(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().fold(1, |ok, &b| ok & TCHAR[usize::from(b)]) == 1
+}
+
 fn check_name(name: &[u8]) -> PyResult<()> {
     if !is_token(name) {
         return Err(PyValueError::new_err(format!(
@@ -249,10 +327,7 @@ fn check_name(name: &[u8]) -> PyResult<()> {
 }
 
 fn check_value(name: &[u8], value: &[u8]) -> PyResult<()> {
-    if let Some(bad) = value
-        .iter()
-        .find(|&&b| (b < 0x20 && b != b'\t') || b == 0x7f)
-    {
+    if let Some(bad) = first_control(value) {
         return Err(PyValueError::new_err(format!(
             "ASGI response header {:?} has control character 0x{bad:02x} in its value \
              (CR, LF and NUL are never allowed)",
@@ -260,6 +335,40 @@ fn check_value(name: &[u8], value: &[u8]) -> PyResult<()> {
         )));
     }
     Ok(())
+}
+
+/// Whether `b` may not be in a field value: a control byte other than HTAB, or DEL.
+fn is_control(b: u8) -> bool {
+    (b < 0x20 && b != b'\t') || b == 0x7f
+}
+
+const ONES: u64 = u64::from_ne_bytes([1; 8]);
+
+/// The first byte of `value` that `is_control`, eight bytes a step: a value is
+/// checked in every `http.response.start`, and most are longer than a word.
+/// `marks` (the SWAR "has less" test of "Bit Twiddling Hacks") sets the high bit
+/// of each byte below 0x20 or equal to 0x7F, and maybe of bytes above one that
+/// is (a borrow moves up, never down): the lowest mark is exact, none means none.
+/// A marked HTAB is allowed after all: the scan goes on after it.
+fn first_control(value: &[u8]) -> Option<u8> {
+    let marks = |x: u64| {
+        let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & (ONES * 0x80);
+        below(x, 0x20) | below(x ^ (ONES * 0x7f), 1)
+    };
+    let mut rest = value;
+    while let Some((word, tail)) = rest.split_first_chunk::<8>() {
+        let found = marks(u64::from_le_bytes(*word));
+        if found == 0 {
+            rest = tail;
+            continue;
+        }
+        let at = (found.trailing_zeros() / 8) as usize;
+        if word[at] != b'\t' {
+            return Some(word[at]);
+        }
+        rest = &rest[at + 1..];
+    }
+    rest.iter().copied().find(|&b| is_control(b))
 }
 
 /// The file of an `http.response.pathsend` message: its path (absolute, as the
@@ -322,4 +431,74 @@ pub fn length(head: &Head, body_len: Option<usize>, framing: Framing) -> PyResul
         None if framing.version == crate::http1::parse::Version::Http10 => BodyLength::UntilClose,
         None => BodyLength::Chunked,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{first_control, is_control, is_token, Fields};
+
+    #[test]
+    fn fields_split_back_into_their_pairs() {
+        let pairs: [(&[u8], &[u8]); 4] = [
+            (b"content-type", b"text/plain; a=b:c"),
+            (b"x-empty", b""),
+            (b"Server", b"app\t1"),
+            (
+                b"x-long-name-of-sixty-four-bytes-or-more-xxxxxxxxxxxxxxxxxxxxxxxxxx",
+                b"v",
+            ),
+        ];
+        let mut fields = Fields::default();
+        for (name, value) in pairs {
+            fields.push(name, value);
+        }
+        assert_eq!(fields.pairs().collect::<Vec<_>>(), pairs);
+        assert_eq!(
+            fields.lines(),
+            b"content-type: text/plain; a=b:c\r\nx-empty: \r\nServer: app\t1\r\n\
+              x-long-name-of-sixty-four-bytes-or-more-xxxxxxxxxxxxxxxxxxxxxxxxxx: v\r\n"
+        );
+        assert!(fields.has("server") && fields.has("X-EMPTY") && fields.has("content-type"));
+        assert!(!fields.has("date") && !fields.has("x-emptz") && !fields.has("content-typ"));
+        assert!(fields.has("x-long-name-of-sixty-four-bytes-or-more-xxxxxxxxxxxxxxxxxxxxxxxxxx"));
+        assert!(!fields.has("x-long-name-of-sixty-four-bytes-or-more-xxxxxxxxxxxxxxxxxxxxxxxxxy"));
+        assert!(!Fields::default().has("server"));
+        assert_eq!(Fields::default().pairs().count(), 0);
+    }
+
+    #[test]
+    fn is_token_is_the_parser_s() {
+        for b in 0..=255u8 {
+            for name in [vec![b], vec![b'x', b], vec![b, b'x', b'y']] {
+                assert_eq!(
+                    is_token(&name),
+                    crate::http1::parse::is_token(&name),
+                    "{name:?}"
+                );
+            }
+        }
+        assert!(!is_token(b""));
+    }
+
+    /// Every byte at every place of values up to three words long (and a tab or
+    /// a control byte before it) is found as a byte loop finds it.
+    #[test]
+    fn first_control_finds_what_a_byte_loop_finds() {
+        for len in 1..=24 {
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    for lead in [b'a', b'\t', 0x80, 0x00] {
+                        let mut value = vec![b'v'; len];
+                        value[at] = b;
+                        if at > 0 {
+                            value[at - 1] = lead;
+                        }
+                        let expected = value.iter().copied().find(|&b| is_control(b));
+                        assert_eq!(first_control(&value), expected, "{value:?}");
+                    }
+                }
+            }
+        }
+        assert_eq!(first_control(b""), None);
+    }
 }

@@ -406,6 +406,55 @@ pub fn encode_head<N: AsRef<[u8]>, V: AsRef<[u8]>>(
     framing: Framing,
     common: Common<'_>,
 ) {
+    let fields = |out: &mut Vec<u8>| {
+        for (name, value) in headers {
+            out.extend_from_slice(name.as_ref());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_ref());
+            out.extend_from_slice(b"\r\n");
+        }
+    };
+    let own = |name: &str| has_header(headers, name);
+    head_with(
+        out,
+        status,
+        content_type,
+        own,
+        fields,
+        length,
+        framing,
+        common,
+    );
+}
+
+/// `encode_head` of a head whose own fields are written already, as `lines`
+/// (`name: value\r\n` each): a hosted app's, copied once from its bytes.
+/// `has(name)`: whether `lines` hold a field of that name (the app's own Server,
+/// Date or request id wins over the server's).
+pub fn encode_head_lines(
+    out: &mut Vec<u8>,
+    status: u16,
+    lines: &[u8],
+    has: impl Fn(&str) -> bool,
+    length: BodyLength,
+    framing: Framing,
+    common: Common<'_>,
+) {
+    let fields = |out: &mut Vec<u8>| out.extend_from_slice(lines);
+    head_with(out, status, None, has, fields, length, framing, common);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn head_with(
+    out: &mut Vec<u8>,
+    status: u16,
+    content_type: Option<&str>,
+    has_header: impl Fn(&str) -> bool,
+    fields: impl FnOnce(&mut Vec<u8>),
+    length: BodyLength,
+    framing: Framing,
+    common: Common<'_>,
+) {
     let mut digits = itoa::Buffer::new();
     if let Some(line) = status_line(status) {
         out.extend_from_slice(line);
@@ -414,13 +463,13 @@ pub fn encode_head<N: AsRef<[u8]>, V: AsRef<[u8]>>(
         out.extend_from_slice(digits.format(status).as_bytes());
         out.extend_from_slice(b" \r\n");
     }
-    if !has_header(headers, "server") {
+    if !has_header("server") {
         out.extend_from_slice(common.server_line);
     }
-    if !has_header(headers, "date") {
+    if !has_header("date") {
         out.extend_from_slice(common.date_line);
     }
-    if !(common.request_id.is_empty() || has_header(headers, common.request_id_name)) {
+    if !(common.request_id.is_empty() || has_header(common.request_id_name)) {
         common.put_request_id(out);
     }
     if let Some(ct) = content_type {
@@ -439,12 +488,7 @@ pub fn encode_head<N: AsRef<[u8]>, V: AsRef<[u8]>>(
         }
         BodyLength::UntilClose | BodyLength::Absent => {}
     }
-    for (name, value) in headers {
-        out.extend_from_slice(name.as_ref());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_ref());
-        out.extend_from_slice(b"\r\n");
-    }
+    fields(out);
     if !framing.keep_alive || length == BodyLength::UntilClose {
         out.extend_from_slice(b"Connection: close\r\n\r\n");
     } else if framing.version == Version::Http10 {

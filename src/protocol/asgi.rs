@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use pyo3::exceptions::{PyConnectionResetError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+use smallvec::SmallVec;
 
 use super::stream::{Plan, StreamWriter};
 use super::{Connection, Shared};
@@ -217,23 +218,23 @@ impl Cycle {
         let req = self.request.get();
         let common = self.common(&date, req.exchange.id_bytes());
         let mut bytes = Vec::with_capacity(256);
-        if whole
-            && framing.version == Version::Http2
-            && record::fits_head(&head.headers, None, &common)
-        {
-            // (A whole answer's length is known, or its status forbids a body.)
-            let length = match length {
-                BodyLength::Known(n) => Some(n),
-                _ => None,
-            };
-            record::write_head(&mut bytes, head.status, None, &head.headers, length, common);
-            return (bytes, framing);
+        if whole && framing.version == Version::Http2 {
+            let pairs: SmallVec<[(&[u8], &[u8]); 8]> = head.fields.pairs().collect();
+            if record::fits_head(&pairs, None, &common) {
+                // (A whole answer's length is known, or its status forbids a body.)
+                let length = match length {
+                    BodyLength::Known(n) => Some(n),
+                    _ => None,
+                };
+                record::write_head(&mut bytes, head.status, None, &pairs, length, common);
+                return (bytes, framing);
+            }
         }
-        encode::encode_head(
+        encode::encode_head_lines(
             &mut bytes,
             head.status,
-            None,
-            &head.headers,
+            head.fields.lines(),
+            |name| head.fields.has(name),
             length,
             framing,
             common,

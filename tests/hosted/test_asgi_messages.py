@@ -48,3 +48,47 @@ async def test_a_message_without_its_type_is_an_error_in_send() -> None:
     assert await read(transport, 1) == ["ok"]
     assert raised == ["ASGI message has no 'type' key"]
     transport.close()
+
+
+async def test_every_forbidden_byte_at_every_place_of_a_header_is_an_error_in_send() -> None:
+    """The core checks names and values a word at a time: each byte that may not be
+    in a name (not a tchar) or a value (a control byte but HTAB, or DEL), at each
+    place of a name and of a value up to three words long, is refused; every other
+    byte there is taken."""
+    tchar = set(b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+    refused: list[tuple[str, int, int]] = []
+    taken: list[tuple[str, int, int]] = []
+
+    async def app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        for length in (1, 7, 8, 9, 17, 24):
+            for at in range(length):
+                for b in range(256):
+                    for part in ("name", "value"):
+                        text = bytearray(b"n" * length)
+                        text[at] = b
+                        pair = (bytes(text), b"v") if part == "name" else (b"x-h", bytes(text))
+                        # Every start is refused, so the answer stays unstarted: by
+                        # the pair under test, or else by the bad name after it.
+                        headers = [pair, (b"after pair", b"v")]
+                        try:
+                            await send({"type": "http.response.start", "status": 200, "headers": headers})
+                        except ValueError as err:
+                            (taken if "after pair" in str(err) else refused).append((part, at, b))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    transport, _ = await drive(AsgiApp(app), get("/"))
+    assert await read(transport, 1) == ["ok"]
+    transport.close()
+    bad_value = {b for b in range(256) if (b < 0x20 and b != 0x09) or b == 0x7F}
+    expected = {
+        (part, at, b)
+        for length in (1, 7, 8, 9, 17, 24)
+        for at in range(length)
+        for b in range(256)
+        for part in ("name", "value")
+        if (b not in tchar if part == "name" else b in bad_value)
+    }
+    assert set(refused) == expected
+    assert not set(taken) & expected
+    assert len(refused) + len(taken) == 2 * 256 * sum((1, 7, 8, 9, 17, 24))
