@@ -100,13 +100,21 @@ fn kind_of(kind: Option<Bound<'_, PyAny>>) -> PyResult<Kind> {
 #[derive(Default)]
 pub struct Fields {
     lines: Vec<u8>,
-    /// Bit n set: a name is n bytes long (bit 63: 63 or more), so that most
-    /// `has` calls answer without reading the lines.
+    /// What `has` asks first, so that most calls answer without reading the
+    /// lines: bit n of the first set, a name is n bytes long (bit 63: 63 or
+    /// more); of the second, a name's first byte is n (its low six bits, of its
+    /// lower case: `Date` and `date` set the same).
     lengths: u64,
+    firsts: u64,
 }
 
 fn length_bit(name: &[u8]) -> u64 {
     1 << name.len().min(63)
+}
+
+fn first_bit(name: &[u8]) -> u64 {
+    name.first()
+        .map_or(0, |&b| 1 << (b.to_ascii_lowercase() & 63))
 }
 
 impl Fields {
@@ -116,6 +124,7 @@ impl Fields {
         self.lines.extend_from_slice(value);
         self.lines.extend_from_slice(b"\r\n");
         self.lengths |= length_bit(name);
+        self.firsts |= first_bit(name);
     }
 
     /// The fields as HTTP/1.1 header lines.
@@ -124,8 +133,11 @@ impl Fields {
     }
 
     /// Whether a field is named `name` (ASCII case ignored).
+    #[inline]
     pub fn has(&self, name: &str) -> bool {
-        self.lengths & length_bit(name.as_bytes()) != 0
+        let name_bytes = name.as_bytes();
+        self.lengths & length_bit(name_bytes) != 0
+            && self.firsts & first_bit(name_bytes) != 0
             && self
                 .pairs()
                 .any(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
@@ -227,7 +239,7 @@ fn add_field(head: &mut Head, name: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>)
     let value = header_bytes(value, "value")?;
     check_name(name)?;
     check_value(name, value)?;
-    if name.eq_ignore_ascii_case(b"content-length") {
+    if is_named(name, b"content-length") {
         let n = digits(value).ok_or_else(|| {
             PyValueError::new_err(format!(
                 "ASGI response header content-length {:?} is not a length",
@@ -240,14 +252,27 @@ fn add_field(head: &mut Head, name: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>)
             ));
         }
         head.length = Some(n);
-    } else if name.eq_ignore_ascii_case(b"connection") {
+    } else if is_named(name, b"connection") {
         head.close |= value
             .split(|&b| b == b',')
             .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
-    } else if !name.eq_ignore_ascii_case(b"transfer-encoding") {
+    } else if !is_named(name, b"transfer-encoding") {
         head.fields.push(name, value);
     }
     Ok(())
+}
+
+/// Whether the token `name` is `lower` (lower case letters and `-`), case
+/// ignored, without a branch per byte: a tchar ORed with 0x20 is a lower case
+/// letter only if it is that letter in either case, and `-` only if it is `-`
+/// (the one other byte that becomes `-` is CR, not a tchar).
+fn is_named(name: &[u8], lower: &[u8]) -> bool {
+    name.len() == lower.len()
+        && name
+            .iter()
+            .zip(lower)
+            .fold(0, |diff, (&a, &b)| diff | ((a | 0x20) ^ b))
+            == 0
 }
 
 /// Reads an `http.response.body` message: its body and `more_body`.
@@ -435,7 +460,26 @@ pub fn length(head: &Head, body_len: Option<usize>, framing: Framing) -> PyResul
 
 #[cfg(test)]
 mod tests {
-    use super::{first_control, is_control, is_token, Fields};
+    use super::{first_control, is_control, is_named, is_token, Fields};
+
+    /// Every token of the framing names' lengths that `is_named` takes is the
+    /// name in some case: each byte changed at each place is refused unless it
+    /// is the same letter in the other case.
+    #[test]
+    fn is_named_is_eq_ignore_ascii_case_for_tokens() {
+        for lower in [&b"content-length"[..], b"connection", b"transfer-encoding"] {
+            assert!(is_named(lower, lower));
+            assert!(is_named(&lower.to_ascii_uppercase(), lower));
+            assert!(!is_named(&lower[1..], lower));
+            for at in 0..lower.len() {
+                for b in (0..=255u8).filter(|&b| is_token(&[b])) {
+                    let mut name = lower.to_vec();
+                    name[at] = b;
+                    assert_eq!(is_named(&name, lower), name.eq_ignore_ascii_case(lower));
+                }
+            }
+        }
+    }
 
     #[test]
     fn fields_split_back_into_their_pairs() {
@@ -460,6 +504,9 @@ mod tests {
         );
         assert!(fields.has("server") && fields.has("X-EMPTY") && fields.has("content-type"));
         assert!(!fields.has("date") && !fields.has("x-emptz") && !fields.has("content-typ"));
+        // Of a name's length and first byte, but another name.
+        assert!(!fields.has("x-empty-like-content-t") && !fields.has("serves"));
+        assert!(!fields.has("content-tzpe") && !fields.has("x-request-id"));
         assert!(fields.has("x-long-name-of-sixty-four-bytes-or-more-xxxxxxxxxxxxxxxxxxxxxxxxxx"));
         assert!(!fields.has("x-long-name-of-sixty-four-bytes-or-more-xxxxxxxxxxxxxxxxxxxxxxxxxy"));
         assert!(!Fields::default().has("server"));
