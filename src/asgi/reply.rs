@@ -263,7 +263,7 @@ fn add_field(head: &mut Head, name: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>)
 }
 
 /// Whether the token `name` is `lower` (lower case letters and `-`), case
-/// ignored, without a branch per byte: a tchar ORed with 0x20 is a lower case
+/// ignored, without a branch per byte: a tchar with its 0x20 bit set is a lower case
 /// letter only if it is that letter in either case, and `-` only if it is `-`
 /// (the one other byte that becomes `-` is CR, not a tchar).
 fn is_named(name: &[u8], lower: &[u8]) -> bool {

@@ -165,9 +165,14 @@ pub fn http<'py>(
     }
     let raw_path = &head[parts.path.clone()];
     // uvicorn's way: root_path leads both path and raw_path.
-    let path = percent_decode(raw_path);
+    // Most paths have no escape and are ASCII: the text is the bytes themselves,
+    // made a `str` without a Rust `String` in between.
+    let path = match std::str::from_utf8(raw_path) {
+        Ok(text) if !raw_path.contains(&b'%') => std::borrow::Cow::Borrowed(text),
+        _ => std::borrow::Cow::Owned(percent_decode(raw_path)),
+    };
     if asgi.root_path.is_empty() {
-        scope.set_item(pyo3::intern!(py, "path"), path)?;
+        scope.set_item(pyo3::intern!(py, "path"), PyString::new(py, &path))?;
         scope.set_item(pyo3::intern!(py, "raw_path"), PyBytes::new(py, raw_path))?;
     } else {
         scope.set_item(
