@@ -90,6 +90,23 @@ pub(super) fn parse_fields(
     }
 }
 
+/// `a == b`, for the short values a head repeats (a Host of 8 to 16 bytes, as
+/// `127.0.0.1:8000` or `example.com`): two word compares, where the slice compare
+/// is a `bcmp` call (~15 instructions more per request, callgrind).
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if (8..=16).contains(&n) {
+        // Always 8 bytes (n >= 8): the `map_or` default is never taken.
+        let word =
+            |s: &[u8], at: usize| <[u8; 8]>::try_from(&s[at..at + 8]).map_or(0, u64::from_ne_bytes);
+        return word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8);
+    }
+    a == b
+}
+
 /// Elements of a comma-separated list (RFC 9110 section 5.6.1) with OWS trimmed;
 /// empty elements come out as empty slices for the caller to judge.
 pub(super) fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
@@ -184,7 +201,7 @@ impl<'s> Fields<'s> {
             return Err(bad("more than one Host header"));
         }
         self.host = true;
-        if value.is_empty() || value == self.known_host {
+        if value.is_empty() || same_bytes(value, self.known_host) {
             return Ok(());
         }
         if valid_authority(value, false) {
