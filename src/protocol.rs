@@ -173,16 +173,25 @@ pub struct Connection {
 
 impl Connection {
     fn common(&self) -> encode::Common<'_> {
-        let disp = &*self.disp;
+        Self::common_of(&self.disp, &self.date, &self.ok_head)
+    }
+
+    /// `common()` from the fields it reads, so that the core's output can be
+    /// borrowed at the same time (`emit_result`).
+    fn common_of<'a>(
+        disp: &'a Shared,
+        date: &'a encode::DateLine,
+        ok_head: &'a [u8],
+    ) -> encode::Common<'a> {
         encode::Common {
             server_line: &disp.server_line,
-            date_line: &self.date,
+            date_line: date,
             request_id: b"",
             request_id_prefix: disp
                 .request_ids
                 .as_ref()
                 .map_or(b"", |ids| ids.line_prefix()),
-            ok_head: &self.ok_head,
+            ok_head,
             request_id_name: disp.request_ids.as_ref().map_or("", |ids| ids.name()),
         }
     }

@@ -429,7 +429,6 @@ impl Connection {
         result: &Bound<'_, PyAny>,
         framing: Framing,
     ) {
-        let mut bytes = self.core.direct().map(std::mem::take).unwrap_or_default();
         let req = request.get();
         // Only the answer to a WebSocket route's upgrade request can be a `101`
         // (`framing.upgrade`): no other result is asked (a failed attribute lookup
@@ -439,19 +438,35 @@ impl Connection {
         } else {
             self.close_if_upload_unfinished(&req.parts, framing)
         };
-        let common = self.common().with_request_id(req.exchange.id_bytes());
-        let sent = match encode_result(py, common, result, framing, &mut bytes) {
+        // Encoded where it goes: into the batch (`out`) when nothing waits before
+        // it, else into bytes of its own for its slot. Taking `out` out and putting
+        // it back (as `common()` borrows all of `self`) measured ~15 instructions
+        // more per request (callgrind, pipelined).
+        let Connection {
+            core,
+            disp,
+            date,
+            ok_head,
+            ..
+        } = self;
+        let common = Self::common_of(disp, date, ok_head).with_request_id(req.exchange.id_bytes());
+        let mut own = Vec::new();
+        let direct = core.direct();
+        let queued = direct.is_none();
+        let out = direct.unwrap_or(&mut own);
+        let sent = match encode_result(py, common, result, framing, out) {
             Ok(Encoded::Whole(sent)) => sent,
             Ok(Encoded::Stream(mut plan)) => {
                 plan.request = Some(request.clone_ref(py));
-                return self.queue_stream(bytes, plan);
+                // The stream's head follows what the batch held, as one piece.
+                let head = std::mem::take(out);
+                return self.queue_stream(head, plan);
             }
-            Err(err) => encode_error(py, &self.disp, common, request, err, framing, &mut bytes),
+            Err(err) => encode_error(py, disp, common, request, err, framing, out),
         };
         self.record_response(py, &req.parts, &req.exchange, sent);
-        match self.core.direct() {
-            Some(out) => *out = bytes,
-            None => self.core.emit(bytes),
+        if queued {
+            self.core.emit(own);
         }
     }
 
