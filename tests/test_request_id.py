@@ -167,3 +167,24 @@ def test_a_plain_def_handler_sees_its_request_inline_and_in_log_records(
         ("plain handler", "p-1"),
     ]
     assert current_request() is None, "the slot is empty once the handler returned"
+
+
+def test_the_inline_slot_is_emptied_when_a_plain_def_handler_raises() -> None:
+    app = veter.App()
+    seen: list[bool] = []
+
+    @app.get("/boom")
+    def boom(request: veter.Request) -> Any:
+        seen.append(current_request() is request)
+        raise RuntimeError("boom")
+
+    @app.get("/plain")
+    def plain(request: veter.Request) -> Any:
+        return {"same": current_request() is request}
+
+    with TestClient(app) as client:
+        assert client.get("/boom").status_code == 500
+        assert current_request() is None, "a handler's error leaves the slot as it was"
+        assert client.get("/plain").json() == {"same": True}
+    assert seen == [True]
+    assert current_request() is None

@@ -307,25 +307,51 @@ pub fn ok_head(server_line: &[u8], date_line: &DateLine, request_id_prefix: &[u8
 /// What the shell's common answers (a handler's `str`, `bytes`, JSON) say before
 /// their length, written as one piece each (`encode_ok`).
 pub struct OkKind {
-    /// `\r\nContent-Type: ...\r\nContent-Length: `: the CRLF ends the line before
-    /// (the request id's, after `ok_head`); without it the lines start a line.
-    lines: &'static [u8],
+    /// `\r\nContent-Type: ...\r\nContent-Length: `, then zeros up to
+    /// `LINES_ROOM`: the CRLF ends the line before (the request id's, after
+    /// `ok_head`); without it the lines start a line. Copied whole, a length known
+    /// at compile time (a few stores), then cut back to `len`: a copy of a length
+    /// known only at run time is a `memcpy` call (callgrind: ~10 instructions more).
+    lines: [u8; LINES_ROOM],
+    len: usize,
     /// The content type alone, for an answer to an HTTP/2 stream (a record).
     content_type: &'static str,
 }
 
-pub const OK_TEXT: OkKind = OkKind {
-    lines: b"\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ",
-    content_type: "text/plain; charset=utf-8",
-};
-pub const OK_JSON: OkKind = OkKind {
-    lines: b"\r\nContent-Type: application/json\r\nContent-Length: ",
-    content_type: "application/json",
-};
-pub const OK_BYTES: OkKind = OkKind {
-    lines: b"\r\nContent-Type: application/octet-stream\r\nContent-Length: ",
-    content_type: "application/octet-stream",
-};
+const LINES_ROOM: usize = 64;
+
+impl OkKind {
+    const fn new(lines: &[u8], content_type: &'static str) -> Self {
+        let mut padded = [0u8; LINES_ROOM];
+        let mut i = 0;
+        while i < lines.len() {
+            padded[i] = lines[i];
+            i += 1;
+        }
+        OkKind {
+            lines: padded,
+            len: lines.len(),
+            content_type,
+        }
+    }
+
+    fn lines(&self) -> &[u8] {
+        &self.lines[..self.len]
+    }
+}
+
+pub const OK_TEXT: OkKind = OkKind::new(
+    b"\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ",
+    "text/plain; charset=utf-8",
+);
+pub const OK_JSON: OkKind = OkKind::new(
+    b"\r\nContent-Type: application/json\r\nContent-Length: ",
+    "application/json",
+);
+pub const OK_BYTES: OkKind = OkKind::new(
+    b"\r\nContent-Type: application/octet-stream\r\nContent-Length: ",
+    "application/octet-stream",
+);
 
 /// Appends a `200` with `body` and no headers of the handler's: what
 /// `encode_response` writes for it, byte for byte (tests below), with the lines
@@ -353,11 +379,16 @@ pub fn encode_ok(
         out.extend_from_slice(common.server_line);
         out.extend_from_slice(common.date_line);
         common.put_request_id(out);
-        out.extend_from_slice(&kind.lines[2..]);
+        out.extend_from_slice(&kind.lines()[2..]);
     } else {
         out.extend_from_slice(common.ok_head);
-        out.extend_from_slice(common.request_id);
-        out.extend_from_slice(kind.lines);
+        // A generated id (32 digits) as a copy of a known length (see `OkKind`).
+        match <&[u8; 32]>::try_from(common.request_id) {
+            Ok(id) => out.extend_from_slice(id),
+            Err(_) => out.extend_from_slice(common.request_id),
+        }
+        out.extend_from_slice(&kind.lines);
+        out.truncate(out.len() - (LINES_ROOM - kind.len));
     }
     out.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
     // One constant per branch, not one slice picked by the branches: a copy of a

@@ -154,6 +154,8 @@ fn encode_ok_writes_what_encode_response_writes() {
                         VETER.with_request_id(b"r1"),
                         kept,
                         kept.with_request_id(b"r1"),
+                        // A generated id's length (a copy of its own in `encode_ok`).
+                        kept.with_request_id(b"0123456789abcdef0123456789abcdef"),
                     ] {
                         let framing = Framing {
                             version,

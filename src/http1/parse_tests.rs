@@ -202,6 +202,12 @@ fn a_remembered_host_is_only_a_shortcut_for_equal_bytes() {
         "example.com:80800",
         "exa mple.com",
         "example.com:8080 x",
+        // As long as the remembered value, one byte apart at each end and in the
+        // middle (its two words of 8 are compared).
+        "example.com:808x",
+        "<xample.com:8080",
+        "example com:8080",
+        "example.c m:8080",
     ] {
         let raw = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n");
         assert_eq!(parse(raw.as_bytes()), Err(invalid.clone()), "{host}");

@@ -74,13 +74,16 @@ pub(super) fn parse_fields(
             AtCr::NeedMore => return more(),
             AtCr::BareCr => return Err(bad("bare CR in request head")),
         }
-        let mut value_end = cr;
-        while value_start < value_end && matches!(buf[value_start], b' ' | b'\t') {
+        // OWS trimmed off the slice (the bounds are checked once, not per step).
+        let mut value = &section[value_start..cr];
+        while let [b' ' | b'\t', rest @ ..] = value {
+            value = rest;
             value_start += 1;
         }
-        while value_end > value_start && matches!(buf[value_end - 1], b' ' | b'\t') {
-            value_end -= 1;
+        while let [rest @ .., b' ' | b'\t'] = value {
+            value = rest;
         }
+        let value_end = value_start + value.len();
         fields.on_field(buf, pos..name_end, value_start..value_end)?;
         headers.push(HeaderSpan {
             name: pos..name_end,
@@ -88,6 +91,32 @@ pub(super) fn parse_fields(
         });
         pos = cr + 2;
     }
+}
+
+/// `a == b`, for the short values a head repeats (a Host of 8 to 16 bytes, as
+/// `127.0.0.1:8000` or `example.com`): two word compares, where the slice compare
+/// is a `bcmp` call (~15 instructions more per request, callgrind).
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if (8..=16).contains(&n) {
+        // Always 8 bytes (n >= 8): the `map_or` default is never taken.
+        let word =
+            |s: &[u8], at: usize| <[u8; 8]>::try_from(&s[at..at + 8]).map_or(0, u64::from_ne_bytes);
+        return word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8);
+    }
+    a == b
+}
+
+/// `name` is `host` in any case, as one word compare: OR-ing 0x20 into a byte maps
+/// only `X` and `x` onto `x`, for every letter, so against a word of lowercase
+/// letters it is `eq_ignore_ascii_case` exactly, for any bytes (every request has
+/// a Host: the byte loop measured ~12 instructions more, callgrind).
+fn is_host(name: &[u8]) -> bool {
+    <[u8; 4]>::try_from(name)
+        .is_ok_and(|w| u32::from_le_bytes(w) | 0x2020_2020 == u32::from_le_bytes(*b"host"))
 }
 
 /// Elements of a comma-separated list (RFC 9110 section 5.6.1) with OWS trimmed;
@@ -158,7 +187,7 @@ impl<'s> Fields<'s> {
         // Dispatch on length first: most fields are none of these and are ruled out
         // by one integer compare.
         match name.len() {
-            4 if name.eq_ignore_ascii_case(b"host") => self.on_host(value, value_at),
+            4 if is_host(name) => self.on_host(value, value_at),
             6 if name.eq_ignore_ascii_case(b"expect") => {
                 self.expect_continue |= self.version == Version::Http11
                     && list_elements(value).any(|e| e.eq_ignore_ascii_case(b"100-continue"));
@@ -184,7 +213,7 @@ impl<'s> Fields<'s> {
             return Err(bad("more than one Host header"));
         }
         self.host = true;
-        if value.is_empty() || value == self.known_host {
+        if value.is_empty() || same_bytes(value, self.known_host) {
             return Ok(());
         }
         if valid_authority(value, false) {
@@ -299,5 +328,24 @@ impl<'s> Fields<'s> {
             Version::Http11 | Version::Http2 => !self.close,
             Version::Http10 => self.keep_alive && !self.close,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_host;
+
+    #[test]
+    fn is_host_is_a_case_insensitive_compare_for_every_byte() {
+        for a in 0..=255u8 {
+            // Each position takes every byte, the others stay a valid `Host`.
+            for at in 0..4 {
+                let mut name = *b"HoSt";
+                name[at] = a;
+                let expected = name.eq_ignore_ascii_case(b"host");
+                assert_eq!(is_host(&name), expected, "{name:?}");
+            }
+        }
+        assert!(!is_host(b"hos") && !is_host(b"hostt") && !is_host(b""));
     }
 }
