@@ -10,6 +10,7 @@ path.
 from __future__ import annotations
 
 import enum
+import sys
 from typing import Any
 
 import orjson
@@ -115,6 +116,52 @@ def test_every_character_escaped_as_orjson_does() -> None:
     text = "".join(map(chr, range(0x100))) + "\u2028\u2029\U0001f600\ufffd"
     value = {text: [text, text[::-1]], "": ""}
     assert json_fast(value) == orjson.dumps(value)
+
+
+#: Characters of each storage kind of a str: ASCII (read in place, src/ffi/ascii_text.rs),
+#: Latin-1 beyond ASCII (one byte a character too, but not its UTF-8), two and four bytes.
+_KINDS = {"ascii": "a", "latin1": "\xe9", "ucs2": "\u2028", "ucs4": "\U0001f600"}
+#: Every character escaped, and the unescaped ones beside them (space, DEL).
+_ESCAPED = [chr(c) for c in range(0x20)] + ['"', "\\", " ", "\x7f", "/"]
+
+
+def test_each_escape_at_each_position_of_each_kind() -> None:
+    """Each escaped character at each position of a string of each length up to
+    three words (short strings, whole words, an overlapping last word), in strings
+    of each storage kind, as keys and as values, against orjson."""
+    for kind, filler in _KINDS.items():
+        for length in range(25):
+            base = filler * length
+            assert json_fast([base]) == orjson.dumps([base]), (kind, length)
+            for at in range(length):
+                for char in _ESCAPED:
+                    text = base[:at] + char + base[at + 1 :]
+                    value = {text: text, "v": [text, text + char]}
+                    assert json_fast(value) == orjson.dumps(value), (kind, text)
+
+
+def test_strings_read_in_place_keep_their_references() -> None:
+    """Reading a str's text in place takes no reference and leaves none."""
+    texts = ["".join(("plain ", str(n))) for n in range(3)] + ["\xe9t\xe9", "\u2028", "\U0001f600"]
+    before = [sys.getrefcount(text) for text in texts]
+    for _ in range(100):
+        assert json_fast(texts) == orjson.dumps(texts)
+    assert [sys.getrefcount(text) for text in texts] == before
+
+
+def test_subclasses_keep_going_to_orjson() -> None:
+    for value in ([Sub("plain")], {"k": Sub("x")}, {Sub("k"): "x"}, [SubDict()], [SubList()], [Colour.RED]):
+        assert json_fast(value) is None, value
+
+
+def test_remembered_key_lengths() -> None:
+    """Keys whose text (quoted, with its colon) is up to and past what a slot holds."""
+    for length in range(40):
+        for filler in ("k", "\n", "\xe9"):
+            key = filler * length
+            value = {key: length}
+            for _ in range(2):  # written, then remembered
+                assert json_fast(value) == orjson.dumps(value), key
 
 
 def test_edges_written_here() -> None:

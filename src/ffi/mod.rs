@@ -5,6 +5,7 @@
 //! where a callgrind A/B showed it pays.
 #![allow(unsafe_code)]
 
+pub mod ascii_text;
 pub mod context_var;
 pub mod iter_send;
 pub mod request_reuse;
