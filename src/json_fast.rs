@@ -268,11 +268,46 @@ fn string(s: &Bound<'_, PyString>, out: &mut Vec<u8>) -> Result<(), Fallback> {
     // Compact ASCII (most strings) is read in place; anything else is asked for
     // its UTF-8, which a lone surrogate does not have: orjson refuses it.
     if let Some(text) = ascii_text(s) {
-        quote_into(text, ascii_needs_escape(text), out);
+        if ascii_needs_escape(text) {
+            quote_into(text, true, out);
+        } else {
+            out.reserve(text.len() + 2);
+            out.push(b'"');
+            copy_short(text, out);
+            out.push(b'"');
+        }
     } else {
         escape_into(s.to_str().map_err(|_| Fallback)?.as_bytes(), out);
     }
     Ok(())
+}
+
+/// Appends `text`; one of up to 32 bytes as two overlapping pieces of a length
+/// known here (a few stores each, where a copy of `text`'s own length is a
+/// `memcpy` call): the first piece, cut back to where the last one starts.
+#[inline]
+fn copy_short(text: &[u8], out: &mut Vec<u8>) {
+    let end = out.len() + text.len();
+    match (
+        text.len(),
+        text.first_chunk::<16>(),
+        text.last_chunk::<16>(),
+    ) {
+        (..=16, ..) => match (text.first_chunk::<8>(), text.last_chunk::<8>()) {
+            (Some(first), Some(last)) => {
+                out.extend_from_slice(first);
+                out.truncate(end - 8);
+                out.extend_from_slice(last);
+            }
+            _ => out.extend_from_slice(text),
+        },
+        (..=32, Some(first), Some(last)) => {
+            out.extend_from_slice(first);
+            out.truncate(end - 16);
+            out.extend_from_slice(last);
+        }
+        _ => out.extend_from_slice(text),
+    }
 }
 
 /// Appends `text` as a JSON string, quoted and escaped as orjson does.
@@ -281,6 +316,7 @@ pub fn escape_into(text: &[u8], out: &mut Vec<u8>) {
 }
 
 /// Appends `text` quoted, escaped byte by byte if `escape` (it has a byte to escape).
+#[inline(never)]
 fn quote_into(text: &[u8], escape: bool, out: &mut Vec<u8>) {
     out.reserve(text.len() + 2);
     out.push(b'"');
@@ -382,7 +418,7 @@ fn escape_each(text: &[u8], out: &mut Vec<u8>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{ascii_needs_escape, escape_into, needs_escape, ESCAPE};
+    use super::{ascii_needs_escape, copy_short, escape_into, needs_escape, ESCAPE};
 
     fn escaped(text: &str) -> String {
         let mut out = Vec::new();
@@ -414,6 +450,17 @@ mod tests {
             }
         }
         assert!(!needs_escape(b""));
+    }
+
+    #[test]
+    fn short_copies_are_the_text() {
+        let text: Vec<u8> = (0..40).collect();
+        for len in 0..=40 {
+            let mut out = b"head".to_vec();
+            copy_short(&text[..len], &mut out);
+            assert_eq!(out[..4], *b"head");
+            assert_eq!(out[4..], text[..len]);
+        }
     }
 
     #[test]
