@@ -32,6 +32,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 use pyo3::PyTypeInfo;
 
 use crate::ffi::ascii_text::ascii_text;
+use crate::ffi::dict_next::next_item;
 
 /// Containers nested deeper than this are left to orjson (whose own limit, and
 /// error for cycles, then apply as before).
@@ -168,9 +169,13 @@ impl Writer<'_> {
 
     fn object(&mut self, dict: &Bound<'_, PyDict>, depth: usize) -> Result<(), Fallback> {
         self.out.push(b'{');
-        // As many items as it holds: the iterator's last call, which only finds
-        // the end, is not made.
-        for (i, (key, value)) in dict.iter().take(dict.len()).enumerate() {
+        // As many items as it holds: the last call, which only finds the end, is
+        // not made.
+        let mut pos = 0;
+        for i in 0..dict.len() {
+            let Some((key, value)) = next_item(dict, &mut pos) else {
+                break;
+            };
             if i > 0 {
                 self.out.push(b',');
             }

@@ -149,6 +149,21 @@ def test_strings_read_in_place_keep_their_references() -> None:
     assert [sys.getrefcount(text) for text in texts] == before
 
 
+def test_dict_items_walked_keep_their_references() -> None:
+    """Each key and value of a dict walked (src/ffi/dict_next.rs) is let go again,
+    also when the walk stops at something left to orjson."""
+    value = "".join(("v", "1"))
+    items = [value, [value], {"inner": value}]
+    written = {"".join(("k", str(n))): item for n, item in enumerate(items)}
+    refused = {**written, "float": 1.5}
+    for each in (written, refused):
+        json_fast(each)  # its keys remembered (a reference each, kept)
+        before = [sys.getrefcount(x) for x in (*each, *each.values())]
+        for _ in range(100):
+            assert json_fast(each) == oracle(each) if each is written else json_fast(each) is None
+        assert [sys.getrefcount(x) for x in (*each, *each.values())] == before
+
+
 def test_subclasses_keep_going_to_orjson() -> None:
     for value in ([Sub("plain")], {"k": Sub("x")}, {Sub("k"): "x"}, [SubDict()], [SubList()], [Colour.RED]):
         assert json_fast(value) is None, value

@@ -7,5 +7,6 @@
 
 pub mod ascii_text;
 pub mod context_var;
+pub mod dict_next;
 pub mod iter_send;
 pub mod request_reuse;
