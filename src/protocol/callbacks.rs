@@ -205,9 +205,12 @@ impl Connection {
                 err.print(py);
             }
         }
-        let (disp, id, pump, unstarted, cycles) = {
+        let (disp, id, pump, waiter, unstarted, cycles) = {
             let mut this = slf.borrow_mut();
             let pump = this.core.stream.as_mut().and_then(|s| s.task.take());
+            // A send waiting for the transport's room (an app streaming to a client
+            // that stopped reading): no room comes now, so it is let go below.
+            let waiter = this.core.stream.as_mut().and_then(|s| s.waiter.take());
             // Streamed answers still queued never start: they are told so below.
             let unstarted: Vec<Py<PyAny>> = this
                 .core
@@ -217,10 +220,13 @@ impl Connection {
                 .collect();
             this.detach();
             let cycles = std::mem::take(&mut this.cycles);
-            (this.disp.clone(), this.id, pump, unstarted, cycles)
+            (this.disp.clone(), this.id, pump, waiter, unstarted, cycles)
         };
         for cycle in cycles {
             cycle.get().client_gone(py);
+        }
+        if let Err(err) = stream::wake(py, waiter) {
+            err.print(py);
         }
         Connection::leave(py, &disp, id);
         if let Some(task) = pump {

@@ -681,6 +681,23 @@ def _h2_malformed_body_unseen(ctx: H2Context) -> bool:
     return refused and records.count(None) == 1
 
 
+def _h2_answered_before_the_break_unseen(ctx: H2Context) -> bool:
+    """The two timings above at once: veter's app answered before the break arrived
+    (its client has the answer's head and what left before the reset), Hypercorn
+    refused the stream without calling its app (the head and the break in one read)."""
+    request = ctx.request
+    if request is None or request.malformed not in BODY_MALFORMED or request.read == "all":
+        return False
+    mine = ctx.record(ctx.veter)
+    return (
+        _answered(ctx, ctx.veter)
+        and _refused_or_cut(ctx, ctx.peer)
+        and ctx.record(ctx.peer) is None
+        and mine is not None
+        and "end" not in mine.get("events", [])
+    )
+
+
 def _hypercorn_stuck_call(ctx: H2Context) -> bool:
     """Hypercorn's app call for this request was still running when the fence gave
     up waiting (its record is missing); veter's finished."""
@@ -739,6 +756,13 @@ H2_DIFFERENCES: list[H2Difference] = [
         "Hypercorn drops the head's event too when the break comes in the same read, so its app may "
         "never be called; veter calls the app with the head and tells it the stream is gone",
         _h2_malformed_body_unseen,
+    ),
+    H2Difference(
+        "h2-answered-before-the-break-unseen",
+        "a body whose content-length the DATA break, and an app that does not read it: veter's app "
+        "answered before the break arrived (the answer's head and its start, then the reset), while "
+        "the h2 package under Hypercorn saw the head and the break in one read and never called its app",
+        _h2_answered_before_the_break_unseen,
     ),
     H2Difference(
         "hypercorn-stuck-call",
