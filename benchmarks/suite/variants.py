@@ -38,6 +38,11 @@ def uvicorn(module: str, port: int, workers: int) -> list[str]:
     ]
 
 
+def uvicorn_wsgi(module: str, port: int, workers: int) -> list[str]:
+    """A WSGI app on uvicorn: its own WSGI middleware, a pool of 10 threads."""
+    return [*uvicorn(module, port, workers), "--interface", "wsgi"]
+
+
 def sanic(module: str, port: int, workers: int) -> list[str]:
     return [
         str(paths.PEERS_BIN / "sanic"),
@@ -152,6 +157,7 @@ HOSTED_KINDS: dict[str, tuple[str, AppArgv, list[int] | None]] = {
     "gunicorn-flask-gthread": (f"Flask on gunicorn gthread workers, {THREADS} threads", gunicorn_gthread, [1, 2, 3]),
     "uwsgi-flask": (f"Flask on uWSGI, {THREADS} threads per process", uwsgi, [1, 2, 3]),
     "granian-flask": (f"Flask on Granian WSGI, {THREADS} blocking threads", granian_wsgi, [1, 2, 3]),
+    "uvicorn-flask": (f"Flask on uvicorn --interface wsgi, {THREADS} threads", uvicorn_wsgi, [1, 2, 3]),
     "veter-fastapi": ("FastAPI on veter --workers N", veter, [1, 2, 3]),
     "uvicorn-fastapi": ("FastAPI on uvicorn --workers N", uvicorn, [1, 2, 3]),
 }

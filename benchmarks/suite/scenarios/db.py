@@ -30,8 +30,8 @@ quick mode: 1 and 2); the table names the count with the highest throughput.
 
 Hosted apps (issue 14): the same Flask app (`apps/db_flask.py`, sync views, one
 psycopg connection per thread) on veter's WSGI pool, gunicorn sync and gthread
-workers, uWSGI and Granian's WSGI interface, 10 threads per process where the
-server has threads; and the same FastAPI app (`apps/db_fastapi.py`, asyncpg pool of
+workers, uWSGI, Granian's WSGI interface and uvicorn's (`--interface wsgi`), 10
+threads per process where the server has threads; and the same FastAPI app (`apps/db_fastapi.py`, asyncpg pool of
 10) on veter and on uvicorn.
 """
 
@@ -48,6 +48,7 @@ MODULES = {
     "gunicorn-flask-gthread": "db_flask:app",
     "uwsgi-flask": "db_flask:app",
     "granian-flask": "db_flask:app",
+    "uvicorn-flask": "db_flask:app",
     "veter-fastapi": "db_fastapi:app",
     "uvicorn-fastapi": "db_fastapi:app",
 }
