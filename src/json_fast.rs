@@ -269,9 +269,37 @@ const ESCAPE: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Writes `s` quoted: compact ASCII of one to two words without a byte to escape
+/// (most short keys and values) here, in a few operations of known size; any
+/// other string in `other_string`.
+#[inline]
 fn string(s: &Bound<'_, PyString>, out: &mut Vec<u8>) -> Result<(), Fallback> {
-    // Compact ASCII (most strings) is read in place; anything else is asked for
-    // its UTF-8, which a lone surrogate does not have: orjson refuses it.
+    if let Some(text) = ascii_text(s) {
+        if let (Some(first), Some(last)) = (text.first_chunk::<8>(), text.last_chunk::<8>()) {
+            let len = text.len();
+            let (first, last) = (u64::from_ne_bytes(*first), u64::from_ne_bytes(*last));
+            if len <= 16 && !ascii_word_needs_escape(first) && !ascii_word_needs_escape(last) {
+                // The quoted text assembled in a piece of a known size (the two
+                // words overlap when shorter than 16), appended whole, then cut
+                // back to its length: no copy of a length known only here.
+                let mut piece = [b'"'; 18];
+                piece[1..9].copy_from_slice(&first.to_ne_bytes());
+                piece[len - 7..=len].copy_from_slice(&last.to_ne_bytes());
+                piece[len + 1] = b'"';
+                let end = out.len() + len + 2;
+                out.extend_from_slice(&piece);
+                out.truncate(end);
+                return Ok(());
+            }
+        }
+    }
+    other_string(s, out)
+}
+
+/// `string` for the rest: compact ASCII is still read in place; anything else is
+/// asked for its UTF-8, which a lone surrogate does not have: orjson refuses it.
+#[inline(never)]
+fn other_string(s: &Bound<'_, PyString>, out: &mut Vec<u8>) -> Result<(), Fallback> {
     if let Some(text) = ascii_text(s) {
         if ascii_needs_escape(text) {
             quote_into(text, true, out);

@@ -127,8 +127,9 @@ _ESCAPED = [chr(c) for c in range(0x20)] + ['"', "\\", " ", "\x7f", "/"]
 
 def test_each_escape_at_each_position_of_each_kind() -> None:
     """Each escaped character at each position of a string of each length up to
-    three words (short strings, whole words, an overlapping last word), in strings
-    of each storage kind, as keys and as values, against orjson."""
+    three words (short strings, one or two words written as two pieces, whole
+    words, an overlapping last word), in strings of each storage kind, as keys and
+    as values, against orjson."""
     for kind, filler in _KINDS.items():
         for length in range(25):
             base = filler * length
