@@ -4,8 +4,9 @@
 //! Why: `orjson.dumps` costs ~1,030 instructions for `{"message": "Hello, World!"}`
 //! measured alone (`benchmarks/micro/json_alone.py`, the `bytes` object it returns
 //! included), and the core then copied that object's data and freed it. Here the
-//! value is walked directly and its text goes to a reused buffer, then behind the
-//! head: no Python call and no Python object.
+//! value is walked directly and its text written straight behind the head (HTTP/1,
+//! `write_into`) or to a reused buffer (an HTTP/2 record, `with_encoded`): no
+//! Python call and no Python object.
 //!
 //! What is written here: exact `dict` with exact `str` keys, exact `list` and
 //! `tuple` (as arrays), exact `str`, exact `int` in the `i64` range, `bool` and
@@ -52,8 +53,8 @@ pub struct Fallback;
 
 /// What the encoder keeps between answers, per thread.
 struct Scratch {
-    /// The text of the answer being encoded: it is copied into the connection's
-    /// output behind the head, which needs its length first.
+    /// The text of an answer encoded whole before it is written (`with_encoded`:
+    /// an HTTP/2 stream's record, `json_fast`).
     buf: Vec<u8>,
     keys: Keys,
 }
@@ -100,6 +101,22 @@ pub fn with_encoded<R>(value: &Bound<'_, PyAny>, then: impl FnOnce(&[u8]) -> R) 
             *buf = Vec::new();
         }
         done
+    })
+}
+
+/// Appends `value` (an exact `dict` or `list`, else `Fallback`) to `out`, where
+/// an answer's head is already; on `Fallback`, `out` holds a partial text the
+/// caller cuts off.
+pub fn write_into(value: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> Result<(), Fallback> {
+    SCRATCH.with(|cell| {
+        // Never re-entered (nothing here calls Python), but a busy cell is no
+        // reason to fail: orjson answers then.
+        let mut scratch = cell.try_borrow_mut().map_err(|_| Fallback)?;
+        Writer {
+            out,
+            keys: &mut scratch.keys,
+        }
+        .top(value)
     })
 }
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import veter
 from veter._core import json_fast
-from veter.testing import TestClient
+from veter.testing import MemoryTransport, TestClient, _ResponseReader
 
 #: src/json_fast.rs MAX_DEPTH: containers nested deeper are left to orjson.
 MAX_DEPTH = 32
@@ -273,3 +273,48 @@ def test_answers_through_the_core() -> None:
         head = client.request("HEAD", "/value")
         assert (head.status_code, head.content) == (200, b"")
         assert head.headers["content-length"] == str(len(b'{"message":"Hello, World!"}'))
+
+
+async def test_answers_written_behind_their_heads_in_one_read() -> None:
+    """The core writes a JSON answer straight behind its head, with its length set
+    afterwards (src/http1/encode.rs ``encode_ok_with``): answers of each width of
+    length, behind other answers in the same output, HEAD, HTTP/1.0 and a value
+    left to orjson after part of it was written, all as orjson makes them."""
+    answers: list[Any] = [
+        [],  # 2 bytes: one digit
+        {"message": "Hello, World!"},  # two digits, the width written ahead
+        {"a": "x" * 200, "n": [1, 2, 3]},  # three digits
+        {"a": "x", "b": 1.5},  # left to orjson after "a" was written
+        ["y" * 5000],  # four digits
+    ]
+    app = veter.App()
+
+    @app.get("/{i:int}")
+    def answer(request: veter.Request, i: int) -> object:
+        return answers[i]
+
+    requests = [("GET", i, "1.1") for i in range(len(answers))]
+    requests += [("HEAD", 1, "1.1"), ("HEAD", 2, "1.1"), ("GET", 2, "1.0"), ("GET", 3, "1.1")]
+    raw = b"".join(
+        f"{method} /{i} HTTP/{version}\r\nHost: t\r\n{'Connection: keep-alive' if version == '1.0' else 'X: y'}\r\n\r\n".encode()
+        for method, i, version in requests
+    )
+    conn = app.build_dispatcher(app.config)()
+    transport = MemoryTransport(conn, ("127.0.0.1", 1))
+    conn.connection_made(transport)
+    conn.data_received(raw)
+    data = bytes(transport.data)
+    for method, i, version in requests:
+        parsed = _ResponseReader(method == "HEAD").parse(data, False)
+        assert parsed is not None
+        response, used = parsed
+        expected = orjson.dumps(answers[i])
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/json"
+        assert response.headers["content-length"] == str(len(expected))
+        assert response.content == (b"" if method == "HEAD" else expected)
+        if version == "1.0":
+            assert response.headers["connection"] == "keep-alive"
+        data = data[used:]
+    assert data == b""
+    transport.close()

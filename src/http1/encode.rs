@@ -10,6 +10,10 @@ use std::cell::RefCell;
 use super::parse::Version;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+#[path = "encode_ok.rs"]
+mod ok;
+pub use ok::{encode_ok, encode_ok_with, ok_head, OkKind, OK_BYTES, OK_JSON, OK_TEXT};
+
 /// Declares the status table once: `reason()` and the precomputed status lines
 /// both come from it.
 macro_rules! statuses {
@@ -290,127 +294,6 @@ fn encode_record(
 ) -> Option<Sent> {
     use super::record;
     record::fits(parts, &common).then(|| record::write(out, parts, framing.head, common))
-}
-
-/// The first lines of a `200` of `encode_ok` up to its request id: kept by a
-/// connection and made again when its `Date` line changes (once a second).
-pub fn ok_head(server_line: &[u8], date_line: &DateLine, request_id_prefix: &[u8]) -> Vec<u8> {
-    [
-        b"HTTP/1.1 200 OK\r\n",
-        server_line,
-        date_line,
-        request_id_prefix,
-    ]
-    .concat()
-}
-
-/// What the shell's common answers (a handler's `str`, `bytes`, JSON) say before
-/// their length, written as one piece each (`encode_ok`).
-pub struct OkKind {
-    /// `\r\nContent-Type: ...\r\nContent-Length: `, then zeros up to
-    /// `LINES_ROOM`: the CRLF ends the line before (the request id's, after
-    /// `ok_head`); without it the lines start a line. Copied whole, a length known
-    /// at compile time (a few stores), then cut back to `len`: a copy of a length
-    /// known only at run time is a `memcpy` call (callgrind: ~10 instructions more).
-    lines: [u8; LINES_ROOM],
-    len: usize,
-    /// The content type alone, for an answer to an HTTP/2 stream (a record).
-    content_type: &'static str,
-}
-
-const LINES_ROOM: usize = 64;
-
-impl OkKind {
-    const fn new(lines: &[u8], content_type: &'static str) -> Self {
-        let mut padded = [0u8; LINES_ROOM];
-        let mut i = 0;
-        while i < lines.len() {
-            padded[i] = lines[i];
-            i += 1;
-        }
-        OkKind {
-            lines: padded,
-            len: lines.len(),
-            content_type,
-        }
-    }
-
-    fn lines(&self) -> &[u8] {
-        &self.lines[..self.len]
-    }
-}
-
-pub const OK_TEXT: OkKind = OkKind::new(
-    b"\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ",
-    "text/plain; charset=utf-8",
-);
-pub const OK_JSON: OkKind = OkKind::new(
-    b"\r\nContent-Type: application/json\r\nContent-Length: ",
-    "application/json",
-);
-pub const OK_BYTES: OkKind = OkKind::new(
-    b"\r\nContent-Type: application/octet-stream\r\nContent-Length: ",
-    "application/octet-stream",
-);
-
-/// Appends a `200` with `body` and no headers of the handler's: what
-/// `encode_response` writes for it, byte for byte (tests below), with the lines
-/// that cannot vary joined (~100 instructions less per answer, callgrind).
-pub fn encode_ok(
-    out: &mut Vec<u8>,
-    kind: &OkKind,
-    body: &[u8],
-    framing: Framing,
-    common: Common<'_>,
-) -> Sent {
-    if framing.version == Version::Http2 {
-        // A record for the stream (`encode_record`), as every whole answer to one.
-        let parts = Parts {
-            status: 200,
-            content_type: Some(kind.content_type),
-            headers: &[],
-            body,
-        };
-        return encode_response(out, &parts, framing, common);
-    }
-    out.reserve(160 + common.ok_head.len() + body.len());
-    if common.ok_head.is_empty() || common.request_id.is_empty() {
-        out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
-        out.extend_from_slice(common.server_line);
-        out.extend_from_slice(common.date_line);
-        common.put_request_id(out);
-        out.extend_from_slice(&kind.lines()[2..]);
-    } else {
-        out.extend_from_slice(common.ok_head);
-        // A generated id (32 digits) as a copy of a known length (see `OkKind`).
-        match <&[u8; 32]>::try_from(common.request_id) {
-            Ok(id) => out.extend_from_slice(id),
-            Err(_) => out.extend_from_slice(common.request_id),
-        }
-        out.extend_from_slice(&kind.lines);
-        out.truncate(out.len() - (LINES_ROOM - kind.len));
-    }
-    out.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
-    // One constant per branch, not one slice picked by the branches: a copy of a
-    // length known here is a few stores, a slice of either length a `memcpy` call
-    // (callgrind: pipelined 2,526 -> 2,500 per request).
-    if !framing.keep_alive {
-        out.extend_from_slice(b"\r\nConnection: close\r\n\r\n");
-    } else if framing.version == Version::Http10 {
-        out.extend_from_slice(b"\r\nConnection: keep-alive\r\n\r\n");
-    } else {
-        out.extend_from_slice(b"\r\n\r\n");
-    }
-    let body_bytes = if framing.head {
-        0
-    } else {
-        out.extend_from_slice(body);
-        body.len()
-    };
-    Sent {
-        status: 200,
-        body_bytes,
-    }
 }
 
 /// How the body of a streamed response is delimited.

@@ -182,6 +182,56 @@ fn encode_ok_writes_what_encode_response_writes() {
 }
 
 #[test]
+fn encode_ok_with_writes_what_encode_ok_writes() {
+    // Bodies whose length has one, two (the width written ahead), three and four
+    // digits, behind what the output already holds (an answer before).
+    let text: Vec<u8> = (0..1200u32)
+        .map(|i| b'a' + u8::try_from(i % 26).unwrap())
+        .collect();
+    let lines = ok_head(VETER.server_line, DATE, b"X-Request-ID: ");
+    let kept = Common {
+        ok_head: &lines,
+        ..VETER
+    };
+    for len in (0..=120).chain([999, 1000, 1200]) {
+        let body = &text[..len];
+        for keep_alive in [true, false] {
+            for version in [Version::Http11, Version::Http10] {
+                for head in [true, false] {
+                    for common in [VETER, kept.with_request_id(b"r1")] {
+                        let framing = Framing {
+                            version,
+                            keep_alive,
+                            head,
+                            upgrade: false,
+                        };
+                        let (mut a, mut b) = (b"before".to_vec(), b"before".to_vec());
+                        let sent_a = encode_ok(&mut a, &OK_JSON, body, framing, common);
+                        let sent_b = encode_ok_with(&mut b, &OK_JSON, framing, common, |out| {
+                            out.extend_from_slice(body);
+                            Ok::<(), ()>(())
+                        });
+                        assert_eq!(String::from_utf8(a), String::from_utf8(b), "{len}");
+                        assert_eq!(Ok(sent_a), sent_b);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn encode_ok_with_leaves_the_output_as_it_was_when_the_body_fails() {
+    let mut out = b"before".to_vec();
+    let failed = encode_ok_with(&mut out, &OK_JSON, KEEP, VETER, |out| {
+        out.extend_from_slice(b"{\"partial\":");
+        Err("refused")
+    });
+    assert_eq!(failed, Err("refused"));
+    assert_eq!(out, b"before");
+}
+
+#[test]
 fn date_line_is_imf_fixdate() {
     let line = date_line();
     assert!(line.starts_with(b"Date: ") && line.ends_with(b" GMT\r\n"));

@@ -7,6 +7,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use super::stream;
 use super::Shared;
 use crate::http1::encode::{self, Framing};
+use crate::http1::parse::Version;
 use crate::json_fast;
 use crate::pyrefs;
 use crate::request::Request;
@@ -40,7 +41,7 @@ pub fn encode_result(
     framing: Framing,
     out: &mut Vec<u8>,
 ) -> PyResult<Encoded> {
-    let mut whole = |body: &[u8], kind: &encode::OkKind| {
+    let whole = |out: &mut Vec<u8>, body: &[u8], kind: &encode::OkKind| {
         Encoded::Whole(encode::encode_ok(out, kind, body, framing, common))
     };
     // The two answers handlers give most, by their exact type first (one pointer
@@ -48,10 +49,21 @@ pub fn encode_result(
     // or list of the common shapes, written by the core (json_fast.rs); anything
     // else in it, and subclasses, go to orjson below.
     if let Some(s) = json_fast::exact::<PyString>(result) {
-        return Ok(whole(s.to_str()?.as_bytes(), &encode::OK_TEXT));
+        return Ok(whole(out, s.to_str()?.as_bytes(), &encode::OK_TEXT));
     }
     if result.is_exact_instance_of::<PyDict>() || result.is_exact_instance_of::<PyList>() {
-        if let Some(sent) = json_fast::with_encoded(result, |json| whole(json, &encode::OK_JSON)) {
+        // HTTP/1: written straight behind the head; an HTTP/2 stream's record
+        // needs the body whole first.
+        let sent = if framing.version == Version::Http2 {
+            json_fast::with_encoded(result, |json| whole(out, json, &encode::OK_JSON))
+        } else {
+            encode::encode_ok_with(out, &encode::OK_JSON, framing, common, |out| {
+                json_fast::write_into(result, out)
+            })
+            .ok()
+            .map(Encoded::Whole)
+        };
+        if let Some(sent) = sent {
             return Ok(sent);
         }
     }
@@ -62,14 +74,18 @@ pub fn encode_result(
     }
     if let Ok(s) = result.cast::<PyString>() {
         // The str's own UTF-8 (for ASCII, its data): no bytes object in between.
-        return Ok(whole(s.to_str()?.as_bytes(), &encode::OK_TEXT));
+        return Ok(whole(out, s.to_str()?.as_bytes(), &encode::OK_TEXT));
     }
     if let Ok(b) = result.cast::<PyBytes>() {
-        return Ok(whole(b.as_bytes(), &encode::OK_BYTES));
+        return Ok(whole(out, b.as_bytes(), &encode::OK_BYTES));
     }
     if result.is_instance_of::<PyDict>() || result.is_instance_of::<PyList>() {
         let json = pyrefs::get(py)?.json_dumps.bind(py).call1((result,))?;
-        return Ok(whole(json.cast::<PyBytes>()?.as_bytes(), &encode::OK_JSON));
+        return Ok(whole(
+            out,
+            json.cast::<PyBytes>()?.as_bytes(),
+            &encode::OK_JSON,
+        ));
     }
     if stream::is_stream(result) {
         return stream::plan(common, result, framing, out).map(|p| Encoded::Stream(Box::new(p)));
