@@ -3,10 +3,12 @@ else holds it (src/ffi/request_reuse.rs): unobservable, and leak-free."""
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
 import veter
+from tests.polling import eventually
 from veter.testing import MemoryTransport
 
 
@@ -124,3 +126,64 @@ async def test_a_renewed_request_shows_only_its_own() -> None:
     # Only the last read is still held (by the kept object).
     assert [a - b for a, b in zip(after, before, strict=True)] == [0, 0, 0, 0, 1]
     conn.connection_lost(None)
+
+
+async def test_a_renewed_request_has_only_its_own_headers() -> None:
+    # The next request's header spans replace the kept object's (Request::renew):
+    # none of the last request's may stay, whether it had more headers or fewer,
+    # or spilled past the four kept inline.
+    app = veter.App()
+    seen: list[tuple[int, list[tuple[str, str]], str]] = []
+
+    @app.get("/h")
+    def headers(request: veter.Request) -> str:
+        seen.append((id(request), list(request.headers.items()), request.method))
+        return "ok"
+
+    def read(extra: str) -> bytes:
+        return f"GET /h HTTP/1.1\r\nHost: t\r\n{extra}\r\n".encode()
+
+    many = "".join(f"X-{i}: {i}\r\n" for i in range(6))
+    conn = _connection(app)
+    for extra in ("", "A: 1\r\nB: 2\r\n", many, "C: 3\r\n", ""):
+        conn.data_received(read(extra))
+    assert len({entry[0] for entry in seen}) == 1
+    assert [entry[1] for entry in seen] == [
+        [("host", "t")],
+        [("host", "t"), ("a", "1"), ("b", "2")],
+        [("host", "t"), *((f"x-{i}", str(i)) for i in range(6))],
+        [("host", "t"), ("c", "3")],
+        [("host", "t")],
+    ]
+    conn.connection_lost(None)
+
+
+def _statuses(transport: MemoryTransport) -> list[bytes]:
+    return re.findall(rb"HTTP/1\.1 (\d{3}) ", bytes(transport.data))
+
+
+async def test_an_answer_of_the_core_between_requests_leaks_nothing() -> None:
+    # A 404 or 405 answered by the core between two requests a kept object
+    # took: every read is let go of but the last one's, and the answers are
+    # in order.
+    app = veter.App()
+    app.add_route("/", lambda request: "ok")
+    reads = [_get("/"), _get("/missing"), b"POST / HTTP/1.1\r\nHost: t\r\n\r\n", _get("/")]
+    before = [sys.getrefcount(r) for r in reads]
+
+    async def serve() -> tuple[list[bytes], list[int]]:
+        conn = app.build_dispatcher()()
+        transport = MemoryTransport(conn, ("127.0.0.1", 1))
+        conn.connection_made(transport)
+        for data in reads:
+            conn.data_received(data)
+        del data
+        await eventually(lambda: len(_statuses(transport)) == 4, what="four answers")
+        held = [sys.getrefcount(r) for r in reads]
+        conn.connection_lost(None)
+        return _statuses(transport), held
+
+    statuses, held = await serve()
+    assert statuses == [b"200", b"404", b"405", b"200"]
+    assert [a - b for a, b in zip(held, before, strict=True)] == [0, 0, 0, 1]
+    assert [sys.getrefcount(r) for r in reads] == before

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 import veter
@@ -101,3 +103,23 @@ def test_the_core_knows_streamed_answers_by_their_base_class() -> None:
         bare._veter_start(None, True)  # type: ignore[arg-type]
     with pytest.raises(NotImplementedError, match="_veter_abandon"):
         bare._veter_abandon()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Hello, World!", "", "é", "naïve café", "日本語", "🎉 party", "a" * 5000, "x\x00y", "\x7f"],
+)
+def test_a_str_answer_is_its_utf8(text: str) -> None:
+    # An ASCII str's bytes are read in place (src/ffi/ascii_text.rs), any other
+    # through its UTF-8: the body and its length are the same either way, and
+    # the answer holds no reference to the str once written.
+    app = veter.App()
+    answer = "".join(text)  # a str of its own, not a constant shared with the test
+    app.add_route("/", lambda request: answer)
+    before = sys.getrefcount(answer)
+    raw = TestClient(app).send_raw(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert raw.status == 200
+    assert raw.content == text.encode()
+    assert raw.headers["content-length"] == str(len(text.encode()))
+    assert raw.headers["content-type"] == "text/plain; charset=utf-8"
+    assert sys.getrefcount(answer) == before

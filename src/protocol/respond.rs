@@ -6,6 +6,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use super::stream;
 use super::Shared;
+use crate::ffi::ascii_text::ascii_text;
 use crate::http1::encode::{self, Framing};
 use crate::http1::parse::Version;
 use crate::json_fast;
@@ -49,7 +50,13 @@ pub fn encode_result(
     // or list of the common shapes, written by the core (json_fast.rs); anything
     // else in it, and subclasses, go to orjson below.
     if let Some(s) = json_fast::exact::<PyString>(result) {
-        return Ok(whole(out, s.to_str()?.as_bytes(), &encode::OK_TEXT));
+        // A compact ASCII str's bytes read where they are (`ffi/ascii_text.rs`):
+        // `to_str` is a call and its checks for the same bytes (callgrind below).
+        let text = match ascii_text(s) {
+            Some(text) => text,
+            None => s.to_str()?.as_bytes(),
+        };
+        return Ok(whole(out, text, &encode::OK_TEXT));
     }
     if result.is_exact_instance_of::<PyDict>() || result.is_exact_instance_of::<PyList>() {
         // HTTP/1: written straight behind the head; an HTTP/2 stream's record
