@@ -246,3 +246,32 @@ fn error_response_closes() {
     assert!(text.contains("Connection: close\r\n"));
     assert!(text.ends_with("\r\n\r\nbad"));
 }
+
+#[test]
+fn encode_ok_writes_every_length_as_encode_response_does() {
+    // Lengths under 100 are written digit by digit, the rest by `itoa`
+    // (`put_length`): the edges of each way, and a few beyond.
+    let body = vec![b'x'; 100_001];
+    let framing = Framing {
+        version: Version::Http11,
+        keep_alive: true,
+        head: false,
+        upgrade: false,
+    };
+    for len in [
+        0, 1, 9, 10, 11, 42, 99, 100, 101, 255, 256, 999, 1000, 65_536, 100_001,
+    ] {
+        let parts = Parts {
+            status: 200,
+            content_type: Some("text/plain; charset=utf-8"),
+            headers: &[],
+            body: &body[..len],
+        };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        encode_response(&mut a, &parts, framing, VETER);
+        encode_ok(&mut b, &OK_TEXT, &body[..len], framing, VETER);
+        assert_eq!(a, b, "{len}");
+        let line = format!("\r\nContent-Length: {len}\r\n");
+        assert!(b.windows(line.len()).any(|w| w == line.as_bytes()), "{len}");
+    }
+}
