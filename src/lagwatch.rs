@@ -36,7 +36,9 @@ const WAIT_CALLS: &[i64] = &[];
 /// watchdog need not look at it. Written by the loop thread only (a plain load and
 /// store, no locked add); a watchdog that misses an update sees the next one. One
 /// count per process: veter runs one loop a process (a program running several loops
-/// in threads would have each watchdog take any loop's reads as its own's).
+/// in threads would have each watchdog take any loop's reads as its own's). The
+/// connections read it too (`reads`): the first answer a task finishes after a read
+/// is written at once, later ones at the loop iteration's end (`Shared::write_at_once`).
 static TURNS: AtomicU64 = AtomicU64::new(0);
 
 /// The loop handed the core some bytes (every `data_received`).
@@ -46,6 +48,12 @@ pub fn turned() {
         TURNS.load(Ordering::Relaxed).wrapping_add(1),
         Ordering::Relaxed,
     );
+}
+
+/// How many times the loop has handed the core bytes (wraps).
+#[inline]
+pub fn reads() -> u64 {
+    TURNS.load(Ordering::Relaxed)
 }
 
 /// What the loop thread and the watchdog share.

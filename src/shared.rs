@@ -132,6 +132,8 @@ pub struct Shared<C> {
     /// Connections with answers finished by tasks during this loop iteration, each
     /// written once when the iteration's callbacks are done (`write_later`).
     writes_later: Mutex<Vec<C>>,
+    /// `lagwatch::reads()` when an answer a task finished was last written at once.
+    written_at_read: AtomicU64,
     /// The event loop's objects every connection keeps, made by the loop's first
     /// connection (`event_loop.rs`).
     pub(crate) loop_refs: Mutex<Option<crate::event_loop::LoopRefs>>,
@@ -261,6 +263,7 @@ impl<C: Handle> Shared<C> {
             connections: Mutex::new(HashMap::new()),
             on_drained: Mutex::new(None),
             writes_later: Mutex::new(Vec::new()),
+            written_at_read: AtomicU64::new(u64::MAX),
             loop_refs: Mutex::new(None),
         })
     }
@@ -330,6 +333,17 @@ impl<C: Handle> Shared<C> {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         later.push(conn);
         later.len() == 1
+    }
+
+    /// Whether an answer a task just finished is written at once rather than at the
+    /// end of the loop iteration: the first since the loop last read is (and
+    /// takes the turn); later ones wait. A read happens between two iterations'
+    /// callbacks, so at most one such write is made in an iteration, at its first
+    /// finished task, and the others still go out together at its end; one request
+    /// an iteration goes out without the end's handle (docs/design.md).
+    pub fn write_at_once(&self) -> bool {
+        let read = crate::lagwatch::reads();
+        self.written_at_read.swap(read, Ordering::Relaxed) != read
     }
 
     /// The connections `write_later` collected, emptying the list.

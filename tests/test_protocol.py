@@ -125,6 +125,79 @@ async def test_hosted_answers_finished_together_share_one_write() -> None:
     transport.close()
 
 
+class TickCounter:
+    """Counts the loop's iterations: a callback that schedules itself again."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._loop = asyncio.get_running_loop()
+        self._handle = self._loop.call_soon(self._tick)
+
+    def _tick(self) -> None:
+        self.count += 1
+        self._handle = self._loop.call_soon(self._tick)
+
+    def stop(self) -> None:
+        self._handle.cancel()
+
+
+class WhenTransport(CountingTransport):
+    """Notes each write: (iteration, whether a task made it)."""
+
+    def __init__(self, protocol: asyncio.Protocol, ticks: TickCounter) -> None:
+        super().__init__(protocol)
+        self.ticks = ticks
+        self.when: list[tuple[int, bool]] = []
+
+    def write(self, data: Any) -> None:
+        self.when.append((self.ticks.count, asyncio.current_task() is not None))
+        super().write(data)
+
+
+async def _hosted_connections(count: int) -> tuple[list[Any], list[WhenTransport], TickCounter]:
+    from veter.hosted import AsgiApp
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await asyncio.sleep(0)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    dispatcher = AsgiApp(app).build_dispatcher()
+    ticks = TickCounter()
+    conns, transports = [], []
+    for _ in range(count):
+        conn = dispatcher()
+        transport = WhenTransport(conn, ticks)
+        conn.connection_made(transport)
+        conns.append(conn)
+        transports.append(transport)
+    return conns, transports, ticks
+
+
+async def test_the_first_answer_an_iteration_finishes_is_written_at_once() -> None:
+    # Four connections read in one loop turn, their tasks finishing in one later
+    # iteration: the first answer goes out from its task, the other three together
+    # from the end-of-iteration callback, in one iteration (not one write per task
+    # spread over the iteration). Then a lone request: written from its task.
+    conns, transports, ticks = await _hosted_connections(4)
+    for conn in conns:
+        conn.data_received(get("/"))
+    for transport in transports:
+        while not transport.when:
+            await transport.changed()
+    whens = sorted(w for t in transports for w in t.when)
+    assert [in_task for _, in_task in whens] == [True, False, False, False]
+    assert len({iteration for iteration, in_task in whens if not in_task}) == 1
+    conns[1].data_received(get("/"))
+    while len(transports[1].when) < 2:
+        await transports[1].changed()
+    assert transports[1].when[1][1]  # made by the task
+    assert [parse_all(bytes(t.data)) for t in transports] == [["ok"], ["ok", "ok"], ["ok"], ["ok"]]
+    ticks.stop()
+    for transport in transports:
+        transport.close()
+
+
 async def test_reading_pauses_at_max_pipelined() -> None:
     raw = b"".join(get(f"/wait/{5 + i}") for i in range(6))
     transport, conn = await drive(app_with_routes(), raw, max_pipelined=2)

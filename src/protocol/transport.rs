@@ -113,7 +113,8 @@ impl Connection {
 
     /// `with_borrow` for an answer a task finished: what is ready is written when
     /// the loop iteration's callbacks are done, one write per connection for every
-    /// task that finished in it, rather than one write per task as it finishes.
+    /// task that finished in it, rather than one write per task as it finishes;
+    /// the iteration's first (`Shared::write_at_once`) is written at once.
     /// Spread over the iteration, those writes each woke the reader on the other
     /// side (a load generator, a proxy), which costs the sender more CPU in the
     /// kernel than the writes themselves (uvloop 0.23 writes at once; 0.22 held
@@ -124,16 +125,23 @@ impl Connection {
     ) -> PyResult<()> {
         let py = slf.py();
         let schedule = {
-            let mut this = slf.borrow_mut();
-            f(&mut this, py)?;
+            let mut guard = slf.borrow_mut();
+            f(&mut guard, py)?;
+            let this = &mut *guard;
             let Some(later) = this.later.as_mut() else {
                 // Detached (nothing waits for a write), or an HTTP/2 stream's connection
                 // (its session writes once per iteration): what is ready is settled now.
-                drop(this);
+                drop(guard);
                 return Self::with_borrow(slf, |_, _| Ok(()));
             };
             if later.queued {
-                return Ok(());
+                return Ok(()); // listed already: written with the rest
+            }
+            // The iteration's first answer is written at once, unless more are still
+            // to come on this connection (pipelined requests: one write for them all).
+            if this.core.in_flight == 0 && this.disp.write_at_once() {
+                drop(guard);
+                return Self::with_borrow(slf, |_, _| Ok(()));
             }
             later.queued = true;
             let call = (later.call_soon.clone_ref(py), later.writer.clone_ref(py));
