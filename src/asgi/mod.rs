@@ -18,6 +18,8 @@ pub mod environ;
 pub mod reply;
 pub mod scope;
 
+use std::sync::atomic::AtomicBool;
+
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -41,6 +43,10 @@ pub struct Asgi {
     /// above): a request without a body goes from the core straight to its thread
     /// pool, with the environ built here (no asyncio task, no scope).
     pub wsgi: Option<environ::Wsgi>,
+    /// The app's last run on an eagerly started task suspended: the next one is
+    /// stepped by `_AsgiRun` (`protocol::asgi::run`), which tells its end from
+    /// inside the task, rather than by a done callback's loop turn.
+    pub suspends: AtomicBool,
 }
 
 impl Asgi {
@@ -64,6 +70,7 @@ impl Asgi {
             websocket,
             template,
             wsgi: wsgi.map(|(submit, template)| environ::Wsgi { submit, template }),
+            suspends: AtomicBool::new(false),
         })
     }
 }

@@ -1,6 +1,6 @@
 """What the task a hosted ASGI app runs in gives it, whichever way the core drives
-the app's coroutine (on Python 3.11 from Rust, ``_AsgiRun``; with eager tasks as it
-is): ``current_task()``, the request in the context and a context of its own per
+the app's coroutine (on Python 3.11, and with eager tasks after a run that
+suspended, from Rust, ``_AsgiRun``; otherwise as it is): ``current_task()``, the request in the context and a context of its own per
 request, cancellation by the deadline, what it raises answered and logged, and no
 reference left behind (checked by counts, before and after)."""
 
@@ -52,6 +52,31 @@ async def test_the_app_runs_in_its_task(suspend: bool) -> None:
     (a, a_later), (b, b_later) = tasks["/a"], tasks["/b"]
     assert a is not None and b is not None
     assert a is a_later and b is b_later and a is not b
+    transport.close()
+
+
+async def test_an_app_whose_last_run_suspended_is_stepped_by_the_core() -> None:
+    # With eager tasks, the app's coroutine runs as it is while its runs end in the
+    # eager start, and is stepped by `_AsgiRun` (its end told from inside the task,
+    # no done callback's loop turn) after a run that suspended. Without them (3.11)
+    # it is always stepped.
+    drivers: list[str] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        drivers.append(type(task.get_coro()).__name__)
+        if scope["path"] == "/suspends":
+            await asyncio.sleep(0)
+        await answer(send, "ok")
+
+    paths = ["/suspends", "/suspends", "/now", "/now", "/suspends"]
+    transport, _ = await drive(AsgiApp(app), b"".join(get(p) for p in paths))
+    assert await read(transport, 5) == ["ok"] * 5
+    if sys.version_info >= (3, 12):
+        assert drivers == ["coroutine", "_AsgiRun", "_AsgiRun", "coroutine", "coroutine"]
+    else:
+        assert drivers == ["_AsgiRun"] * 5
     transport.close()
 
 

@@ -1,6 +1,7 @@
 //! The connection's side of a hosted ASGI app: calling it on a request, putting
 //! its answers in the request's place in the queue, and what its task's end means.
 
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -20,9 +21,9 @@ use crate::protocol::{Connection, Running, Shared};
 use crate::pyrefs;
 use crate::request::{Body, Request};
 
-/// Called by asyncio when an app's task (that did not finish at once) ends.
 /// Called by asyncio when an app's task that did not finish in its eager start ends
-/// (Python 3.12+; on 3.11 `_AsgiRun` tells the cycle instead).
+/// (Python 3.12+, an app whose last run did not suspend; otherwise `_AsgiRun`
+/// tells the cycle instead).
 #[pyclass(module = "veter._core", name = "_AsgiDone", frozen)]
 pub struct AsgiDone {
     cycle: Py<Cycle>,
@@ -68,12 +69,12 @@ impl Connection {
         // `run_handler`, which still awaits whatever else an app returns).
         // With them, an app that does not suspend ends in its eager start, where
         // asking the task costs less than the extra coroutine (1,000): there the
-        // app's coroutine runs as it is.
+        // app's coroutine runs as it is, unless the app's last run suspended (its
+        // task then ends through the loop, as on 3.11): `Asgi::suspends`.
         let eager = self.task_kwargs.is_some();
+        let stepped = !eager || asgi.suspends.load(Ordering::Relaxed);
         let coro = asgi.app.bind(py).call1((scope, receive, send));
-        let coro = if eager {
-            coro
-        } else {
+        let coro = if stepped {
             coro.and_then(|coro| {
                 if let Some(run) = Run::of(&coro, &cycle) {
                     return Ok(Bound::new(py, run)?.into_any());
@@ -81,6 +82,8 @@ impl Connection {
                 let run = &pyrefs::get(py)?.run_handler;
                 run.bind(py).call1((coro, cycle.bind(py)))
             })
+        } else {
+            coro
         };
         let task = coro.and_then(|coro| self.new_task(py, &coro, true));
         drop(current);
@@ -97,12 +100,16 @@ impl Connection {
         };
         let outcome = match told {
             Some(told) => Some(told.err()),
-            None if eager && task.call_method0(pyo3::intern!(py, "done"))?.is_truthy()? => {
+            // (A stepped app's end is told: not told, it suspended.)
+            None if !stepped && task.call_method0(pyo3::intern!(py, "done"))?.is_truthy()? => {
                 Some(task_failure(py, &task)?)
             }
             None => None,
         };
         let finished = outcome.is_some();
+        if eager {
+            asgi.suspends.store(!finished, Ordering::Relaxed);
+        }
         match stash {
             Some(answer) => self.asgi_emit(py, answer, &request),
             None if finished => {}
@@ -122,7 +129,9 @@ impl Connection {
             return Ok(());
         }
         self.disp.overload.started(py);
-        if eager {
+        if stepped {
+            cycle.get().locked().watched = true;
+        } else {
             let done = Py::new(
                 py,
                 AsgiDone {
@@ -130,8 +139,6 @@ impl Connection {
                 },
             )?;
             task.call_method1(pyo3::intern!(py, "add_done_callback"), (done,))?;
-        } else {
-            cycle.get().locked().watched = true;
         }
         self.cycles.push(cycle);
         Ok(())

@@ -1,5 +1,6 @@
 //! `_AsgiRun`: the coroutine a hosted ASGI app's task runs when tasks do not start
-//! eagerly (Python 3.11). It steps the app's coroutine from Rust (`PyIter_Send`,
+//! eagerly (Python 3.11), or when the app's last run suspended (3.12+: its task
+//! ends through the loop, and a done callback would cost a loop turn more). It steps the app's coroutine from Rust (`PyIter_Send`,
 //! `src/ffi/iter_send.rs`) and tells the cycle how the app ended the moment it does,
 //! in place of `veter.handler_task.run_handler` (a Python coroutine awaiting the
 //! app's, then calling `_veter_done`): no frame of its own per step, no method
