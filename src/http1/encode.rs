@@ -10,6 +10,23 @@ use std::cell::RefCell;
 use super::parse::Version;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// Ends a head: `$prefix` (what the line before still needs), then the
+/// `Connection` line the framing asks for, then the blank line. One constant per
+/// branch, not one slice picked by the branches: a copy of a length known here is
+/// a few stores, a slice of either length a `memcpy` call (callgrind: pipelined
+/// 2,526 -> 2,500 per request).
+macro_rules! end_head {
+    ($out:expr, $framing:expr, $prefix:literal) => {
+        if !$framing.keep_alive {
+            $out.extend_from_slice(concat!($prefix, "Connection: close\r\n\r\n").as_bytes());
+        } else if $framing.version == Version::Http10 {
+            $out.extend_from_slice(concat!($prefix, "Connection: keep-alive\r\n\r\n").as_bytes());
+        } else {
+            $out.extend_from_slice(concat!($prefix, "\r\n").as_bytes());
+        }
+    };
+}
+
 #[path = "encode_ok.rs"]
 mod ok;
 pub use ok::{encode_ok, encode_ok_with, ok_head, OkKind, OK_BYTES, OK_JSON, OK_TEXT};
@@ -267,13 +284,7 @@ pub fn encode_response(
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    if !framing.keep_alive {
-        out.extend_from_slice(b"Connection: close\r\n\r\n");
-    } else if framing.version == Version::Http10 {
-        out.extend_from_slice(b"Connection: keep-alive\r\n\r\n");
-    } else {
-        out.extend_from_slice(b"\r\n");
-    }
+    end_head!(out, framing, "");
     if send_body {
         out.extend_from_slice(parts.body);
     }
