@@ -83,10 +83,17 @@ class ServerConfig:
     )
     gc_threshold: int = setting(
         20_000,
-        "Tracked objects a worker may make (net of those freed) before the collector's young "
-        "generation is collected (gc.set_threshold's first value; 0: Python's own, 700 or 2,000). "
-        "Above what requests in flight hold, so a collection walks garbage, not live requests.",
+        "The most tracked objects a worker may make (net of those freed) before the collector's "
+        "young generation is collected (gc.set_threshold's first value; 0: Python's own, 700 or "
+        "2,000, left alone). Above what requests in flight hold, so a collection walks garbage, "
+        "not live requests.",
         ge=0,
+    )
+    gc_adaptive: bool = setting(
+        True,
+        "After each young collection, set its threshold to 4x the objects that survived it, "
+        "between Python's own and gc_threshold: short pauses for apps that leave cycles behind "
+        "(Flask), a high threshold while many requests are in flight (off: gc_threshold, fixed).",
     )
     lag_threshold: float = setting(
         0.25, "Warn, naming the route and its stack, when the event loop is blocked this long (0: off).", ge=0

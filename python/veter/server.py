@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from veter import _core, background, metrics
 from veter.binds import adopted, listen_all, remove_unix_file, url_of
+from veter.collector import YoungThreshold
 from veter.concurrency import configure_thread_pool, shutdown_thread_pool
 from veter.config import ServerConfig
 from veter.lagmonitor import LagMonitor
@@ -92,8 +93,8 @@ class Server:
         self._owns_socket = False
         self._signals_seen: set[int] = set()
         self._froze = False
-        #: The collector's thresholds before ``gc_threshold`` changed them (restored on stop).
-        self._gc_thresholds: tuple[int, int, int] | None = None
+        #: The young generation's threshold while serving (``gc_threshold``; undone on stop).
+        self._young: YoungThreshold | None = None
         self._metrics_dir = metrics.snapshot_dir() if config.metrics_path else None
 
     @property
@@ -148,9 +149,10 @@ class Server:
         if self.config.gc_threshold and self.owns_process:
             # Requests in flight hold tracked objects (tasks, coroutines, scopes, bodies);
             # at Python's threshold a collection comes every few dozen requests and walks
-            # them all again, alive (docs/design.md, "The collector").
-            self._gc_thresholds = gc.get_threshold()
-            gc.set_threshold(self.config.gc_threshold, *self._gc_thresholds[1:])
+            # them all again, alive; a fixed high one makes each collection of an app
+            # that leaves cycles a long pause (docs/design.md, "The collector").
+            self._young = YoungThreshold(self.config.gc_threshold, adaptive=self.config.gc_adaptive)
+            self._young.install()
         # Only sockets no other process holds are this server's to quiesce on stop.
         self._owns_socket = sock is None
         socks = listen_all(self.config, reuse_port=reuse_port) if sock is None else sock
@@ -322,9 +324,9 @@ class Server:
                 # gets its cycles collected again.
                 gc.unfreeze()
                 self._froze = False
-            if self._gc_thresholds is not None:
-                gc.set_threshold(*self._gc_thresholds)
-                self._gc_thresholds = None
+            if self._young is not None:
+                self._young.uninstall()
+                self._young = None
 
     async def _within(self, awaitable: Awaitable[object], deadline: float) -> None:
         """Await ``awaitable`` until ``deadline``; past it, close every connection."""

@@ -4,9 +4,10 @@ A full collection walks every tracked object; under a large app (FastAPI, pydant
 a database driver) that is tens of milliseconds with the loop stopped, which is a
 fixed rate's p99. veter collects once when the app has started and freezes what is
 alive (docs/design.md, "The collector"), so later full collections walk only what
-serving made. Its young generation is collected past `gc_threshold` tracked objects, not
-Python's 700, so a collection does not walk the requests in flight every few dozen
-requests."""
+serving made. Its young generation's threshold follows what survives each young
+collection, up to `gc_threshold`: high enough that a collection does not walk the requests
+in flight every few dozen requests, low enough that an app leaving cycles behind pauses
+briefly (gc_adaptive)."""
 
 from __future__ import annotations
 
@@ -73,12 +74,29 @@ def test_cycles_made_while_serving_are_still_collected(run) -> None:  # type: ig
 
 
 @pytest.mark.parametrize("mode", [["--single-process"], ["--workers", "1"]], ids=["single process", "worker"])
-def test_the_young_generation_threshold_is_the_setting(run, mode: list[str]) -> None:  # type: ignore[no-untyped-def]
-    default = _get(run(*mode), "/threshold")["threshold"]
+def test_a_fixed_young_threshold_is_the_setting(run, mode: list[str]) -> None:  # type: ignore[no-untyped-def]
+    port = run(*mode, "--no-gc-adaptive")
+    default = _get(port, "/threshold")["threshold"]
     assert isinstance(default, list) and default[0] == 20_000, default
-    chosen = _get(run(*mode, "--gc-threshold", "5000"), "/threshold")["threshold"]
+    # Collections of garbage leave a fixed threshold where it is.
+    assert _get(port, "/threshold-after-garbage")["threshold"] == default
+    chosen = _get(run(*mode, "--no-gc-adaptive", "--gc-threshold", "5000"), "/threshold")["threshold"]
     # The older generations keep Python's own thresholds.
     assert chosen == [5_000, *default[1:]], chosen
+
+
+@pytest.mark.parametrize("mode", [["--single-process"], ["--workers", "1"]], ids=["single process", "worker"])
+def test_the_young_threshold_follows_what_survives(run, mode: list[str]) -> None:  # type: ignore[no-untyped-def]
+    port = run(*mode)
+    pythons = list(gc.get_threshold())
+    # Collections that find cycles and little alive come as often as Python's own...
+    assert _get(port, "/threshold-after-garbage")["threshold"] == pythons
+    # ...many objects alive raise the threshold to the ceiling (gc_threshold)...
+    assert _get(port, "/threshold-holding")["threshold"] == [20_000, *pythons[1:]]
+    # ...and it falls again once they are gone.
+    assert _get(port, "/threshold-after-garbage")["threshold"] == pythons
+    lower = run(*mode, "--gc-threshold", "5000")
+    assert _get(lower, "/threshold-holding")["threshold"] == [5_000, *pythons[1:]]
 
 
 def test_gc_threshold_zero_leaves_pythons_own(run) -> None:  # type: ignore[no-untyped-def]

@@ -42,3 +42,20 @@ def cycles_collected_unasked(request: veter.Request) -> dict[str, bool]:
     for _ in range(2 * gc.get_threshold()[0] + 1_000):
         _Node()
     return {"collected": first() is None}
+
+
+@app.get("/threshold-after-garbage")
+def threshold_after_garbage(request: veter.Request) -> dict[str, list[int]]:
+    """The thresholds once young collections have found almost nothing but cycles."""
+    for _ in range(3 * gc.get_threshold()[0] + 1_000):
+        _Node()
+    return {"threshold": list(gc.get_threshold())}
+
+
+@app.get("/threshold-holding")
+def threshold_holding(request: veter.Request) -> dict[str, list[int]]:
+    """The thresholds once young collections have found 100,000 objects alive."""
+    held = [_Node() for _ in range(100_000)]
+    got = list(gc.get_threshold())
+    del held
+    return {"threshold": got}
