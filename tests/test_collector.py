@@ -1,4 +1,4 @@
-"""The young generation's threshold follows what survives each young collection."""
+"""The young generation's threshold is sized from the garbage each young collection finds."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from veter.collector import FACTOR, YoungThreshold
+from veter.collector import GARBAGE_PER_COLLECTION, YoungThreshold
 
 
 class _Node:
@@ -49,26 +49,54 @@ def test_install_sets_the_ceiling_and_uninstall_restores(young: list[YoungThresh
     assert gc.callbacks.count(threshold._on_collection) == 1
 
 
-def test_collections_of_garbage_bring_it_down_to_the_floor(young: list[YoungThreshold]) -> None:
+def test_a_collection_of_garbage_sizes_it_to_find_the_set_amount(young: list[YoungThreshold]) -> None:
     _install(young, 50_000, floor=300)
     for _ in range(20_000):
         _Node()
     gc.collect(0)
-    assert gc.get_threshold()[0] == 300
+    # Nearly all of the ~20,000 objects made were garbage: the next collection comes
+    # once about GARBAGE_PER_COLLECTION have been made.
+    assert GARBAGE_PER_COLLECTION <= gc.get_threshold()[0] <= GARBAGE_PER_COLLECTION * 11 // 10
 
 
-def test_what_survives_raises_it(young: list[YoungThreshold]) -> None:
+def test_half_garbage_gives_twice_the_set_amount(young: list[YoungThreshold]) -> None:
     _install(young, 50_000, floor=300)
-    held = [[] for _ in range(3_000)]  # type: ignore[var-annotated]
+    held = []
+    for _ in range(10_000):
+        _Node()
+        held.append([])
     gc.collect(0)
-    # The 3,000 lists and the list that holds them, give or take what the test made.
-    assert FACTOR * 3_000 <= gc.get_threshold()[0] <= FACTOR * 3_200
+    assert 2 * GARBAGE_PER_COLLECTION <= gc.get_threshold()[0] <= 2 * GARBAGE_PER_COLLECTION * 11 // 10
     del held
 
 
-def test_never_above_the_ceiling(young: list[YoungThreshold]) -> None:
+def test_never_below_the_floor(young: list[YoungThreshold]) -> None:
+    _install(young, 50_000, floor=3_000)
+    for _ in range(20_000):
+        _Node()
+    gc.collect(0)
+    assert gc.get_threshold()[0] == 3_000
+
+
+def test_a_collection_without_garbage_raises_it_to_the_ceiling(young: list[YoungThreshold]) -> None:
+    _install(young, 50_000, floor=300)
+    for _ in range(20_000):
+        _Node()
+    gc.collect(0)
+    assert gc.get_threshold()[0] < 50_000
+    # Survivors are bounded by what is in flight, not by the threshold: without
+    # garbage, fewer collections walk them and promote them less often.
+    held = [[] for _ in range(3_000)]  # type: ignore[var-annotated]
+    gc.collect(0)
+    assert gc.get_threshold()[0] == 50_000
+    del held
+
+
+def test_little_garbage_stays_under_the_ceiling(young: list[YoungThreshold]) -> None:
     _install(young, 5_000, floor=300)
     held = [[] for _ in range(3_000)]  # type: ignore[var-annotated]
+    for _ in range(10):
+        _Node()
     gc.collect(0)
     assert gc.get_threshold()[0] == 5_000
     del held

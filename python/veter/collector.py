@@ -1,13 +1,14 @@
-"""The young generation's threshold, set after each young collection from what survived it.
+"""The young generation's threshold, set after each young collection from the garbage it found.
 
-A young collection walks every tracked object made since the last one, net of those
-freed: the garbage (objects in cycles) and the survivors (what requests in flight still
-hold). Garbage is walked once whatever the threshold; survivors are walked for nothing
-and promoted. So the threshold need only stay well above what survives: a few times
-the survivors keeps the wasted walk a small part of each collection, and anything
-higher only makes each pause longer. An app that leaves cycles behind every request
-(Flask) and holds little between requests gets Python's own short collections; 1,600
-HTTP/2 streams in flight, holding ~10,000 objects, get a threshold above them
+A young collection walks every tracked object made since the last one: the garbage
+(objects in cycles) and the survivors (what requests in flight still hold). How many
+survive is bounded by what is in flight, whatever the threshold, so for an app that
+leaves no cycles a higher threshold only means fewer collections, and fewer requests
+in flight promoted to the older generations, whose collections are the long ones.
+Garbage is the other way round: it grows with the threshold, and an app that leaves
+cycles behind every request (Flask) at 20,000 walks ~20,000 dead objects in one pause.
+So the threshold is sized for each young collection to find about
+``GARBAGE_PER_COLLECTION`` dead objects, between Python's own and the ceiling
 (docs/design.md, "The collector").
 """
 
@@ -16,14 +17,15 @@ from __future__ import annotations
 import gc
 from typing import Any
 
-#: The threshold is this many times what survived the last young collection.
-FACTOR = 4
+#: Dead objects a young collection is sized to find (Python 3.11's own 700 collects about
+#: as many from an app that leaves cycles every request): a pause of ~0.1 ms.
+GARBAGE_PER_COLLECTION = 500
 
 
 class YoungThreshold:
-    """Keeps ``gc``'s first threshold at ``FACTOR`` x the survivors of the last young
-    collection, between ``floor`` and ``ceiling``; ``adaptive=False`` holds it at
-    ``ceiling``. ``install`` and ``uninstall`` own the process's collector while
+    """Keeps ``gc``'s first threshold where the last young collection would have found
+    ``GARBAGE_PER_COLLECTION`` dead objects, between ``floor`` and ``ceiling``;
+    ``adaptive=False`` holds it at ``ceiling``. ``install`` and ``uninstall`` own the process's collector while
     installed (a worker; a server embedded in a larger program leaves it alone)."""
 
     __slots__ = ("_before", "_made", "adaptive", "ceiling", "floor")
@@ -59,14 +61,16 @@ class YoungThreshold:
 
     def _on_collection(self, phase: str, info: dict[str, Any]) -> None:
         # Older generations' collections take the young one with them and count its
-        # objects with their own: only a young collection says what survived it.
+        # garbage with their own: only a young collection says what it found.
         if info["generation"] != 0:
             return
         if phase == "start":
             self._made = gc.get_count()[0]
             return
-        survivors = self._made - info["collected"]
-        wanted = min(max(FACTOR * survivors, self.floor), self.ceiling)
+        # The garbage found is the share of what was made that died in cycles.
+        found = info["collected"]
+        wanted = self.ceiling if found <= 0 else self._made * GARBAGE_PER_COLLECTION // found
+        wanted = min(max(wanted, self.floor), self.ceiling)
         current = gc.get_threshold()
         if wanted != current[0]:
             gc.set_threshold(wanted, current[1], current[2])

@@ -91,9 +91,10 @@ class ServerConfig:
     )
     gc_adaptive: bool = setting(
         True,
-        "After each young collection, set its threshold to 4x the objects that survived it, "
-        "between Python's own and gc_threshold: short pauses for apps that leave cycles behind "
-        "(Flask), a high threshold while many requests are in flight (off: gc_threshold, fixed).",
+        "After each young collection, size its threshold to find about 500 dead objects "
+        "(cycles) the next time, between Python's own and gc_threshold: short pauses for apps "
+        "that leave cycles behind (Flask), the ceiling for those that leave none (off: "
+        "gc_threshold, fixed).",
     )
     lag_threshold: float = setting(
         0.25, "Warn, naming the route and its stack, when the event loop is blocked this long (0: off).", ge=0

@@ -54,7 +54,7 @@ def threshold_after_garbage(request: veter.Request) -> dict[str, list[int]]:
 
 @app.get("/threshold-holding")
 def threshold_holding(request: veter.Request) -> dict[str, list[int]]:
-    """The thresholds once young collections have found 100,000 objects alive."""
+    """The thresholds once young collections have found 100,000 objects alive and no garbage."""
     held = [_Node() for _ in range(100_000)]
     got = list(gc.get_threshold())
     del held
