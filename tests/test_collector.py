@@ -27,6 +27,12 @@ def young() -> Iterator[list[YoungThreshold]]:
     assert gc.get_threshold() == before
 
 
+def _garbage(count: int) -> None:
+    """Make ``count`` objects that die in cycles (only a collection frees them)."""
+    for _ in range(count):
+        _Node()
+
+
 def _install(installed: list[YoungThreshold], ceiling: int, **kwargs: object) -> YoungThreshold:
     threshold = YoungThreshold(ceiling, **kwargs)  # type: ignore[arg-type]
     threshold.install()
@@ -51,8 +57,7 @@ def test_install_sets_the_ceiling_and_uninstall_restores(young: list[YoungThresh
 
 def test_a_collection_of_garbage_sizes_it_to_find_the_set_amount(young: list[YoungThreshold]) -> None:
     _install(young, 50_000, floor=300)
-    for _ in range(20_000):
-        _Node()
+    _garbage(20_000)
     gc.collect(0)
     # Nearly all of the ~20,000 objects made were garbage: the next collection comes
     # once about GARBAGE_PER_COLLECTION have been made.
@@ -72,16 +77,14 @@ def test_half_garbage_gives_twice_the_set_amount(young: list[YoungThreshold]) ->
 
 def test_never_below_the_floor(young: list[YoungThreshold]) -> None:
     _install(young, 50_000, floor=3_000)
-    for _ in range(20_000):
-        _Node()
+    _garbage(20_000)
     gc.collect(0)
     assert gc.get_threshold()[0] == 3_000
 
 
 def test_a_collection_without_garbage_raises_it_to_the_ceiling(young: list[YoungThreshold]) -> None:
     _install(young, 50_000, floor=300)
-    for _ in range(20_000):
-        _Node()
+    _garbage(20_000)
     gc.collect(0)
     assert gc.get_threshold()[0] < 50_000
     # Survivors are bounded by what is in flight, not by the threshold: without
@@ -106,8 +109,7 @@ def test_older_collections_leave_it_alone(young: list[YoungThreshold]) -> None:
     # A collection of an older generation takes the young one with it and cannot
     # tell its survivors apart.
     _install(young, 50_000, floor=300)
-    for _ in range(20_000):
-        _Node()
+    _garbage(20_000)
     gc.collect(1)
     gc.collect()
     assert gc.get_threshold()[0] == 50_000
@@ -116,8 +118,7 @@ def test_older_collections_leave_it_alone(young: list[YoungThreshold]) -> None:
 def test_not_adaptive_holds_the_ceiling(young: list[YoungThreshold]) -> None:
     threshold = _install(young, 50_000, adaptive=False, floor=300)
     assert threshold._on_collection not in gc.callbacks
-    for _ in range(20_000):
-        _Node()
+    _garbage(20_000)
     gc.collect(0)
     assert gc.get_threshold()[0] == 50_000
 
