@@ -10,6 +10,13 @@ per request, with PYTHONHASHSEED fixed:
 - ``task``: a bare ``asyncio.Task`` running the app on a minimal scope (a dict
   literal) with a ``send`` that completes at once: no HTTP at all, the floor of any
   server that runs each request in an asyncio task;
+- ``task_id``: ``task`` with a request id in the task's context, put there as veter
+  puts its request (a context variable set, the task made, the variable reset): the
+  floor of a server whose request ids follow the request into every task it spawns;
+- ``task_calls``: ``task`` with the same two calls made to a C function that does
+  nothing (``callable``), so that ``task_id - task_calls`` is the context's own work,
+  without the bytecode that makes the two calls (which veter, calling from Rust, does
+  not run);
 - ``driver``: the driver's loop turn alone, to take out of the others.
 
     .venv/bin/python benchmarks/micro/asgi_bound.py [MODULE:APP]
@@ -26,6 +33,7 @@ of one request") turns these counts and the kernel's share of a request
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import os
 import subprocess
@@ -41,7 +49,7 @@ sys.path.insert(0, str(HERE.parent / "apps"))
 from instructions import HIGH, LOW, _count  # noqa: E402
 
 RAW = "asgi_raw:app"
-MODES = ("veter", "uvicorn", "task", "driver")
+MODES = ("veter", "uvicorn", "task", "task_id", "task_calls", "driver")
 PATHS = ("/", "/json")
 
 
@@ -55,6 +63,12 @@ class _Done:
 
 
 _DONE = _Done()
+
+#: The request id of the ``task_id`` floor (veter's is ``veter.context.request_var``,
+#: which holds the request). One value for every request: the count is the context's
+#: work alone.
+_REQUEST_ID: contextvars.ContextVar[object] = contextvars.ContextVar("request_id")
+_AN_ID = object()
 
 
 def _send(message: object) -> _Done:
@@ -120,9 +134,18 @@ async def _drive(spec: str, mode: str, path: str, requests: int) -> None:
         run: Callable[[dict[str, Any]], Awaitable[None]] = app
         last: list[asyncio.Task[None]] = []
 
+        # task_id and task_calls run the same bytecode: two calls of a closure variable around
+        # the task's making; only what is called differs.
+        set_id: Callable[[object], object] = _REQUEST_ID.set if mode == "task_id" else callable
+        reset_id: Callable[[Any], object] = _REQUEST_ID.reset if mode == "task_id" else callable
+
         def start() -> None:
             if mode == "task":
                 last[:] = [asyncio.Task(run(_scope(path), _receive, _send), **kwargs)]  # type: ignore[call-arg]
+            elif mode in ("task_id", "task_calls"):
+                token = set_id(_AN_ID)
+                last[:] = [asyncio.Task(run(_scope(path), _receive, _send), **kwargs)]  # type: ignore[call-arg]
+                reset_id(token)
 
         busy = lambda: bool(last) and not last[0].done()  # noqa: E731
         feed = start
@@ -164,6 +187,12 @@ def main() -> None:
         turn = counts["driver", path]
         row = ", ".join(f"{mode} {counts[mode, path] - turn:,}" for mode in modes if mode != "driver")
         print(f"  {path:6} {row}")
+    if app == RAW:
+        print("veter's share over the bare task, and over the bare task with a request id in its context:")
+        for path in PATHS:
+            context = counts["task_id", path] - counts["task_calls", path]
+            share = counts["veter", path] - counts["task", path]
+            print(f"  {path:6} {share:,} over task; context {context:,}; {share - context:,} over task + id")
 
 
 if __name__ == "__main__":
